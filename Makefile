@@ -1,0 +1,48 @@
+# The two promises of the README: `make compare` and `make test` work on a fresh machine.
+# Every target that runs Python depends on `install`, which is a no-op when nothing changed.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PYTEST := $(BIN)/python -m pytest
+
+.PHONY: install compare test golden bench report lint format ops fuzz clean
+
+install: $(STAMP)
+
+# torch first, alone and pinned: this machine serves the 2.13.0 CPU wheel from its local wheel
+# store, while any unpinned torch request would pull a multi-GB CUDA build from PyPI.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+compare: install
+	$(BIN)/python compare.py $(ARGS)
+
+test: install
+	mkdir -p out
+	$(PYTEST) -n auto -q --junitxml=out/junit.xml $(ARGS)
+
+golden: install
+	$(BIN)/python compare.py --update-golden $(ARGS)
+
+bench: install
+	$(PYTEST) benchmarks --benchmark-enable --benchmark-only -p no:xdist $(ARGS)
+
+report: install
+	mkdir -p out
+	$(BIN)/python compare.py --html out/report.html --json out/report.json --markdown out/report.md $(ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf out .pytest_cache .benchmarks
