@@ -1,0 +1,55 @@
+"""Prints the engine's time and memory ratios after the train-step benchmarks."""
+
+from __future__ import annotations
+
+TARGETS = {"tiny": 0.5, "medium": 0.9, "large": 1.1}
+
+
+def pytest_terminal_summary(terminalreporter):
+    try:
+        from bench_train_step import MEMORY, RESULTS, SIZES
+    except ImportError:  # pragma: no cover - loaded under another module name
+        import sys
+
+        module = next(
+            (m for name, m in sys.modules.items() if name.endswith("bench_train_step")), None
+        )
+        if module is None:
+            return
+        MEMORY, RESULTS, SIZES = module.MEMORY, module.RESULTS, module.SIZES
+    write = terminalreporter.write_line
+    if RESULTS:
+        write("")
+        write("train step, median per step (1 thread):")
+        write(
+            f"{'size':8} {'engine':>10} {'torch':>10} {'numpy':>10} {'eng/torch':>10} "
+            f"{'target':>7} {'eng/numpy':>10}"
+        )
+        for size in SIZES:
+            times = {fw: RESULTS.get((size, fw)) for fw in ("engine", "torch", "numpy")}
+            if None in times.values():
+                continue
+            vs_torch = times["engine"] / times["torch"]
+            vs_numpy = times["engine"] / times["numpy"]
+            flag = "ok" if vs_torch <= TARGETS[size] else "MISS"
+            write(
+                f"{size:8} {_us(times['engine']):>10} {_us(times['torch']):>10} "
+                f"{_us(times['numpy']):>10} {vs_torch:>10.2f} {TARGETS[size]:>5.1f} {flag:>3}"
+                f" {vs_numpy:>8.2f}"
+            )
+    if MEMORY:
+        write("")
+        write("large size, peak memory during steps above the pre-step RSS (fresh processes):")
+        for framework, rec in MEMORY.items():
+            write(
+                f"  {framework:8} step peak {rec['step_peak_kib'] / 1024:8.1f} MiB"
+                f"   (baseline {rec['baseline_kib'] / 1024:.1f} MiB, "
+                f"VmHWM {rec['peak_kib'] / 1024:.1f} MiB)"
+            )
+        if "engine" in MEMORY and "torch" in MEMORY:
+            ratio = MEMORY["engine"]["step_peak_kib"] / MEMORY["torch"]["step_peak_kib"]
+            write(f"  engine/torch step peak ratio: {ratio:.2f} (target <= 1.0)")
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.0f}us" if seconds < 1e-2 else f"{seconds * 1e3:.1f}ms"

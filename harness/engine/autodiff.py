@@ -1,0 +1,157 @@
+"""Graph nodes, the backward pass and the `Gradients` container (burn-autodiff semantics).
+
+Every tensor on the autodiff device has a `Node`: an id from one global counter and a
+requirement (`GRAD`: a leaf marked with `require_grad()`; `GRAD_IN_BACKWARD`: an op output with
+at least one tracked input; `NONE`: untracked). An op output keeps only its tracked parents
+(`parents[i]` is None for an untracked input) and the step to run in backward: a rule from
+`BACKWARD_RULES` plus what the forward op saved for it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from operator import attrgetter
+
+import numpy as np
+
+from .errors import BACKWARD_UNTRACKED, NO_STEP_REGISTERED, AutodiffError
+from .rules import BACKWARD_RULES, NON_DIFFERENTIABLE, rule_for, unbroadcast
+
+__all__ = [
+    "BACKWARD_RULES",
+    "GRAD",
+    "GRAD_IN_BACKWARD",
+    "NONE",
+    "NON_DIFFERENTIABLE",
+    "Gradients",
+    "Node",
+    "backward",
+    "next_node_id",
+    "rule_for",
+    "unbroadcast",
+]
+
+GRAD = "grad"
+GRAD_IN_BACKWARD = "grad_in_backward"
+NONE = "none"
+
+next_node_id = itertools.count(1).__next__
+
+
+class Node:
+    """Autodiff bookkeeping of one tensor. `rule` is None once the step ran (or for leaves)."""
+
+    __slots__ = ("id", "order", "parents", "requirement", "rule", "saved")
+
+    def __init__(self, id, requirement, parents, order, rule, saved):
+        self.id = id
+        self.requirement = requirement
+        self.parents = parents
+        self.order = order
+        self.rule = rule
+        self.saved = saved
+
+    def __repr__(self) -> str:
+        rule = self.rule.__name__ if self.rule is not None else None
+        return f"Node(id={self.id}, {self.requirement}, order={self.order}, step={rule})"
+
+
+def untracked_node() -> Node:
+    """A fresh untracked node (requirement `none`)."""
+    return Node(next_node_id(), NONE, None, 0, None, None)
+
+
+def marked_leaf_node(node_id: int | None = None) -> Node:
+    """A leaf marked with `require_grad()`; keeps `node_id` when converting an untracked leaf."""
+    return Node(next_node_id() if node_id is None else node_id, GRAD, None, 0, None, None)
+
+
+class Gradients:
+    """The gradients of one backward pass, keyed by node id.
+
+    PyTorch difference: PyTorch accumulates into `.grad` on each leaf and needs `zero_grad`;
+    here every `backward()` returns a new container, nothing is stored on tensors and nothing
+    accumulates across calls. Only marked leaves have entries; read them with `x.grad(grads)`,
+    take them with `x.grad_remove(grads)`, replace them with `x.grad_replace(grads, g)`.
+    """
+
+    __slots__ = ("_grads",)
+
+    def __init__(self, grads: dict[int, np.ndarray]) -> None:
+        self._grads = grads
+
+    def __len__(self) -> int:
+        return len(self._grads)
+
+    def __contains__(self, node_id: int) -> bool:
+        return node_id in self._grads
+
+    def node_ids(self) -> list[int]:
+        """Ids of the nodes that hold a gradient, in insertion order."""
+        return list(self._grads)
+
+    def __repr__(self) -> str:
+        return f"Gradients({len(self._grads)} entries)"
+
+
+def backward(root: Node | None, shape: tuple[int, ...], dtype: np.dtype) -> Gradients:
+    """Run the steps reachable from `root`, deepest first, seeded with ones of `shape`.
+
+    PyTorch difference: any output shape is accepted (the seed is ones, as if `sum()` came
+    first) where PyTorch requires a scalar or an explicit gradient. The pass consumes the steps
+    it runs, so a second backward on the same root raises; there is no `retain_graph` and no
+    `create_graph` (gradients are plain tensors: first order only).
+
+    Two roots sharing an intermediate: the first backward consumes the shared steps, so the
+    second one stops there (as burn's tape, which only holds steps still registered). A marked
+    leaf used as the root has no step to consume: its gradient is the seed, every time.
+    """
+    if root is None or root.requirement is NONE:
+        raise AutodiffError(BACKWARD_UNTRACKED)
+    seed = np.ones(shape, dtype=dtype)
+    if root.requirement is GRAD:
+        return Gradients({root.id: seed})
+    if root.rule is None:
+        raise AutodiffError(NO_STEP_REGISTERED)
+    steps, leaf_ids = _collect_steps(root)
+    grads = {root.id: seed}
+    pop = grads.pop
+    get = grads.get
+    for node in steps:
+        # The step is consumed, and the node's own gradient dropped (no retain_grad).
+        rule, node.rule = node.rule, None
+        g = pop(node.id, None)
+        if g is not None:
+            for parent, gp in zip(node.parents, rule(node, g), strict=True):
+                if parent is None or gp is None:
+                    continue
+                prev = get(parent.id)
+                grads[parent.id] = gp if prev is None else prev + gp
+        # Saved inputs are released as soon as the step ran, so peak memory stays bounded.
+        node.saved = None
+        node.parents = ()
+    return Gradients({i: g for i, g in grads.items() if i in leaf_ids})
+
+
+_depth = attrgetter("order", "id")
+
+
+def _collect_steps(root: Node) -> tuple[list[Node], set[int]]:
+    """Nodes with a pending step reachable from root, deepest first, and the marked leaves."""
+    steps = [root]
+    leaf_ids: set[int] = set()
+    seen = {root.id}
+    stack = [root]
+    while stack:
+        for parent in stack.pop().parents:
+            if parent is None or parent.id in seen:
+                continue
+            seen.add(parent.id)
+            if parent.rule is not None:
+                steps.append(parent)
+                stack.append(parent)
+            elif parent.requirement is GRAD:
+                leaf_ids.add(parent.id)
+    # An op's order is 1 + its deepest parent's, so descending order is a topological order.
+    steps.sort(key=_depth, reverse=True)
+    return steps, leaf_ids

@@ -1,0 +1,303 @@
+"""Every differentiable op, checked three ways over a shape menu:
+
+- the engine's vector-Jacobian product against central finite differences in float64, with a
+  seeded random cotangent `c` (the gradient of `sum(f(x) * c)`, not of `sum(f(x))`);
+- forward values and VJPs against PyTorch, in float32 and float64;
+- at kinks (where finite differences are not valid) the documented subgradient, exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from harness.engine import Device, Tensor
+
+PLAIN = Device.flex()
+AD = Device.flex().autodiff()
+
+UNARY = ((),), ((3,),), ((3, 2),)
+MATRIX = (((3, 2),),)
+BINARY = (
+    ((3, 2), (3, 2)),
+    ((1, 2), (3, 2)),
+    ((3, 2), (2,)),
+    ((), (3,)),
+)
+POS = (0.5, 2.0)
+ANY = (-2.0, 2.0)
+
+GATHER_INDEX = np.array([[0, 0], [1, 0], [1, 1]])
+MASK = np.array([[True, False], [False, False], [True, True]])
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op: the engine spelling, the PyTorch spelling, shapes to try, input ranges."""
+
+    name: str
+    engine: Callable
+    torch: Callable
+    shapes: tuple
+    domains: tuple = (ANY, ANY)
+    grad_rtol_f64: float | None = None  # a documented burn rounding difference, see the op
+
+
+def _const(array, like: Tensor) -> Tensor:
+    return Tensor.from_numpy(array, like.device)
+
+
+OPS = [
+    Op("add", lambda a, b: a + b, lambda a, b: a + b, BINARY),
+    Op("sub", lambda a, b: a - b, lambda a, b: a - b, BINARY),
+    Op("mul", lambda a, b: a * b, lambda a, b: a * b, BINARY),
+    Op("div", lambda a, b: a / b, lambda a, b: a / b, BINARY, (ANY, POS)),
+    Op("add_scalar", lambda a: a + 0.7, lambda a: a + 0.7, UNARY),
+    Op("radd_scalar", lambda a: 0.7 + a, lambda a: 0.7 + a, UNARY),
+    Op("sub_scalar", lambda a: a - 0.7, lambda a: a - 0.7, UNARY),
+    Op("rsub_scalar", lambda a: 0.7 - a, lambda a: 0.7 - a, UNARY),
+    Op("mul_scalar", lambda a: a * 1.3, lambda a: a * 1.3, UNARY),
+    Op("rmul_scalar", lambda a: 1.3 * a, lambda a: 1.3 * a, UNARY),
+    # burn's div_scalar backward multiplies by 1/s computed in f32, also for f64 tensors.
+    Op("div_scalar", lambda a: a / 1.3, lambda a: a / 1.3, UNARY, grad_rtol_f64=1e-7),
+    Op("rdiv_scalar", lambda a: 1.3 / a, lambda a: 1.3 / a, UNARY, (POS,)),
+    Op("recip", lambda a: a.recip(), torch.reciprocal, UNARY, (POS,)),
+    Op("neg", lambda a: -a, lambda a: -a, UNARY),
+    Op("neg_method", lambda a: a.neg(), torch.neg, UNARY),
+    Op(
+        "matmul",
+        lambda a, b: a.matmul(b),
+        torch.matmul,
+        (((3, 4), (4, 2)), ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (1, 4, 5)), ((2, 3, 4), (4, 5))),
+    ),
+    Op("matmul_operator", lambda a, b: a @ b, lambda a, b: a @ b, (((3, 4), (4, 2)),)),
+    Op("powi_scalar", lambda a: a.powi_scalar(3), lambda a: a**3, UNARY),
+    Op("powf_scalar", lambda a: a.powf_scalar(1.5), lambda a: a**1.5, UNARY, (POS,)),
+    Op("exp", lambda a: a.exp(), torch.exp, UNARY),
+    Op("log", lambda a: a.log(), torch.log, UNARY, (POS,)),
+    Op("sqrt", lambda a: a.sqrt(), torch.sqrt, UNARY, (POS,)),
+    Op("abs", lambda a: a.abs(), torch.abs, UNARY),
+    Op("tanh", lambda a: a.tanh(), torch.tanh, UNARY),
+    Op("sigmoid", lambda a: a.sigmoid(), torch.sigmoid, UNARY),
+    Op("sigmoid_large", lambda a: (a * 40.0).sigmoid(), lambda a: (a * 40.0).sigmoid(), UNARY),
+    Op("relu", lambda a: a.relu(), torch.relu, UNARY),
+    Op("clamp", lambda a: a.clamp(-0.5, 0.5), lambda a: a.clamp(-0.5, 0.5), UNARY),
+    Op("clamp_min", lambda a: a.clamp_min(-0.3), lambda a: a.clamp(min=-0.3), UNARY),
+    Op("clamp_max", lambda a: a.clamp_max(0.4), lambda a: a.clamp(max=0.4), UNARY),
+    Op("sum", lambda a: a.sum(), lambda a: a.sum().reshape(1), UNARY),
+    Op("mean", lambda a: a.mean(), lambda a: a.mean().reshape(1), UNARY),
+    Op("sum_dim0", lambda a: a.sum_dim(0), lambda a: a.sum(0, keepdim=True), MATRIX),
+    Op("sum_dim_last", lambda a: a.sum_dim(-1), lambda a: a.sum(-1, keepdim=True), MATRIX),
+    Op("mean_dim0", lambda a: a.mean_dim(0), lambda a: a.mean(0, keepdim=True), MATRIX),
+    Op("mean_dim1", lambda a: a.mean_dim(1), lambda a: a.mean(1, keepdim=True), MATRIX),
+    Op("max_dim", lambda a: a.max_dim(1), lambda a: a.max(1, keepdim=True).values, MATRIX),
+    Op("max", lambda a: a.max(), lambda a: a.max().reshape(1), (((3,),), *MATRIX)),
+    Op("log_softmax", lambda a: a.log_softmax(1), lambda a: a.log_softmax(1), MATRIX),
+    Op("log_softmax0", lambda a: a.log_softmax(0), lambda a: a.log_softmax(0), MATRIX),
+    Op("softmax", lambda a: a.softmax(-1), lambda a: a.softmax(-1), MATRIX),
+    Op("softmax0", lambda a: a.softmax(0), lambda a: a.softmax(0), (((3,),), *MATRIX)),
+    Op("reshape", lambda a: a.reshape([2, 3]), lambda a: a.reshape(2, 3), MATRIX),
+    Op("reshape_infer", lambda a: a.reshape([-1]), lambda a: a.reshape(-1), MATRIX),
+    Op("flatten", lambda a: a.flatten(), lambda a: a.flatten(), MATRIX),
+    Op("unsqueeze", lambda a: a.unsqueeze(), lambda a: a.unsqueeze(0), MATRIX),
+    Op("unsqueeze_dim", lambda a: a.unsqueeze_dim(1), lambda a: a.unsqueeze(1), MATRIX),
+    Op("squeeze", lambda a: a.squeeze(1), lambda a: a.squeeze(1), (((3, 1),),)),
+    Op("squeeze_all", lambda a: a.squeeze(), lambda a: a.squeeze(), (((1, 3, 1),),)),
+    Op("swap_dims", lambda a: a.swap_dims(0, 2), lambda a: a.transpose(0, 2), (((2, 3, 4),),)),
+    Op("transpose", lambda a: a.transpose(), lambda a: a.transpose(-2, -1), (((2, 3, 4),),)),
+    Op("slice_tuple", lambda a: a.slice([(0, 2)]), lambda a: a[0:2], MATRIX),
+    Op("slice_two_dims", lambda a: a.slice([None, (1, 2)]), lambda a: a[:, 1:2], MATRIX),
+    Op("slice_python", lambda a: a.slice([slice(1, None)]), lambda a: a[1:], MATRIX),
+    Op("slice_int", lambda a: a.slice([1]), lambda a: a[1:2], MATRIX),
+    Op("slice_negative", lambda a: a.slice([(-2, None)]), lambda a: a[-2:], MATRIX),
+    Op(
+        "cat0",
+        lambda a, b: Tensor.cat([a, b], 0),
+        lambda a, b: torch.cat([a, b], 0),
+        (((2, 2), (3, 2)),),
+    ),
+    Op(
+        "cat1",
+        lambda a, b: Tensor.cat([a, b, a], 1),
+        lambda a, b: torch.cat([a, b, a], 1),
+        (((3, 2), (3, 1)),),
+    ),
+    Op(
+        "gather",
+        lambda a: a.gather(1, _const(GATHER_INDEX, a)),
+        lambda a: torch.gather(a, 1, torch.from_numpy(GATHER_INDEX)),
+        MATRIX,
+    ),
+    Op(
+        "mask_fill",
+        lambda a: a.mask_fill(_const(MASK, a), 0.5),
+        lambda a: a.masked_fill(torch.from_numpy(MASK), 0.5),
+        MATRIX,
+    ),
+    Op(
+        "mask_where",
+        lambda a, b: a.mask_where(_const(MASK, a), b),
+        lambda a, b: torch.where(torch.from_numpy(MASK), b, a),
+        (((3, 2), (3, 2)), ((3, 2), (1, 2))),
+    ),
+    Op(
+        "linear_layer",
+        lambda x, w, b: (x.matmul(w) + b).relu().log_softmax(1),
+        lambda x, w, b: (x @ w + b).relu().log_softmax(1),
+        (((4, 3), (3, 5), (5,)),),
+        (ANY, ANY, ANY),
+    ),
+]
+
+CASES = [
+    pytest.param(op, shapes, id=f"{op.name}-{'x'.join(str(list(s)) for s in shapes)}")
+    for op in OPS
+    for shapes in op.shapes
+]
+
+
+def _inputs(op: Op, shapes, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    domains = op.domains if len(op.domains) >= len(shapes) else op.domains * len(shapes)
+    return [rng.uniform(lo, hi, size=s) for s, (lo, hi) in zip(shapes, domains, strict=False)]
+
+
+def _cotangent(shape, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _engine_vjp(op: Op, xs, dtype):
+    leaves = [Tensor.from_numpy(x.astype(dtype), AD).require_grad() for x in xs]
+    out = op.engine(*leaves)
+    c = _cotangent(out.shape).astype(dtype)
+    grads = (out * Tensor.from_numpy(c, AD)).sum().backward()
+    return out, c, [leaf.grad(grads) for leaf in leaves]
+
+
+def _finite_difference(op: Op, xs, c, eps: float = 1e-6) -> list[np.ndarray]:
+    def f(values):
+        out = op.engine(*[Tensor.from_numpy(v, PLAIN) for v in values])
+        return float(np.sum(out.numpy() * c))
+
+    result = []
+    for i, x in enumerate(xs):
+        g = np.zeros_like(x)
+        for j in np.ndindex(x.shape):
+            plus = [v.copy() for v in xs]
+            minus = [v.copy() for v in xs]
+            plus[i][j] += eps
+            minus[i][j] -= eps
+            g[j] = (f(plus) - f(minus)) / (2 * eps)
+        result.append(g)
+    return result
+
+
+@pytest.mark.parametrize(("op", "shapes"), CASES)
+def test_vjp_matches_finite_differences(op, shapes):
+    xs = _inputs(op, shapes)
+    _, c, grads = _engine_vjp(op, xs, np.float64)
+    expected = _finite_difference(op, xs, c)
+    for x, g, fd in zip(xs, grads, expected, strict=True):
+        assert g is not None
+        assert g.shape == x.shape
+        np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-7)
+
+
+TORCH_TOL = {np.float32: (2e-5, 2e-6), np.float64: (1e-11, 1e-13)}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize(("op", "shapes"), CASES)
+def test_forward_and_vjp_match_torch(op, shapes, dtype):
+    xs = [x.astype(dtype) for x in _inputs(op, shapes)]
+    out, c, grads = _engine_vjp(op, xs, dtype)
+    txs = [torch.from_numpy(x).requires_grad_() for x in xs]
+    tout = op.torch(*txs)
+    tout.backward(torch.from_numpy(c))
+    rtol, atol = TORCH_TOL[dtype]
+    assert out.dtype == dtype
+    assert out.shape == tuple(tout.shape)
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=rtol, atol=atol)
+    if dtype == np.float64 and op.grad_rtol_f64 is not None:
+        rtol = op.grad_rtol_f64
+    for g, tx in zip(grads, txs, strict=True):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=rtol * 10, atol=atol * 10)
+
+
+# --- kinks: the documented subgradient, exactly ------------------------------------------------
+
+
+def _grad_of(fn, values, dtype=np.float32):
+    x = Tensor.from_numpy(np.array(values, dtype=dtype), AD).require_grad()
+    return fn(x).backward(), x
+
+
+def test_relu_gradient_at_zero_is_zero():
+    grads, x = _grad_of(lambda t: t.relu(), [-1.0, 0.0, -0.0, 2.0])
+    assert x.grad(grads).tolist() == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_clamp_gradient_passes_at_both_bounds():
+    grads, x = _grad_of(lambda t: t.clamp(-0.5, 0.5), [-1.0, -0.5, 0.0, 0.5, 1.0])
+    assert x.grad(grads).tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]
+
+
+def test_clamp_min_and_max_gradient_at_bound_is_one():
+    grads, x = _grad_of(lambda t: t.clamp_min(0.5) + t.clamp_max(0.5), [0.0, 0.5, 1.0])
+    # clamp_min passes at >= 0.5, clamp_max passes at <= 0.5: the bound itself gets both.
+    assert x.grad(grads).tolist() == [1.0, 2.0, 1.0]
+
+
+def test_abs_gradient_at_zero_is_zero():
+    grads, x = _grad_of(lambda t: t.abs(), [-2.0, 0.0, -0.0, 3.0])
+    assert x.grad(grads).tolist() == [-1.0, 0.0, 0.0, 1.0]
+
+
+def test_max_dim_ties_send_the_whole_gradient_to_the_first_maximum():
+    grads, x = _grad_of(lambda t: t.max_dim(1) * 3.0, [[1.0, 5.0, 5.0], [7.0, 7.0, 7.0]])
+    assert x.grad(grads).tolist() == [[0.0, 3.0, 0.0], [3.0, 0.0, 0.0]]
+
+
+def test_max_dim_with_indices_returns_the_first_maximum_index():
+    x = Tensor.from_floats([[1.0, 5.0, 5.0], [7.0, 7.0, 2.0]], AD)
+    values, indices = x.max_dim_with_indices(1)
+    assert values.tolist() == [[5.0], [7.0]]
+    assert indices.tolist() == [[1], [0]]
+    assert str(indices.dtype) == "int64"
+
+
+def test_gather_repeated_index_adds_gradients():
+    grads, x = _grad_of(lambda t: t.gather(0, Tensor.from_ints([0, 0, 2], AD)), [1.0, 2.0, 3.0])
+    assert x.grad(grads).tolist() == [2.0, 0.0, 1.0]
+
+
+def test_log_softmax_is_stable_for_large_logits():
+    x = Tensor.from_floats([[1000.0, 0.0], [-1000.0, 0.0]], AD).require_grad()
+    out = x.log_softmax(1)
+    assert out.tolist() == [[0.0, -1000.0], [-1000.0, 0.0]]
+    grads = out.gather(1, Tensor.from_ints([[0], [0]], AD)).sum().backward()
+    # d/dx of log_softmax(x)[0] = onehot(0) - softmax(x): exactly [0, 0] and [1, -1] here.
+    assert x.grad(grads).tolist() == [[0.0, 0.0], [1.0, -1.0]]
+
+
+def test_softmax_is_stable_for_large_logits():
+    x = Tensor.from_floats([[1000.0, 1000.0]], AD)
+    assert x.softmax(1).tolist() == [[0.5, 0.5]]
+
+
+def test_sigmoid_saturates_without_overflow():
+    with np.errstate(over="raise"):
+        out = Tensor.from_floats([-1000.0, 0.0, 1000.0], AD).sigmoid()
+    assert out.tolist() == [0.0, 0.5, 1.0]
+
+
+def test_div_scalar_backward_uses_the_f32_reciprocal_like_burn():
+    grads, x = _grad_of(lambda t: t / 1.3, [1.0, 2.0], dtype=np.float64)
+    inverse = float(np.float32(1.0) / np.float32(1.3))
+    assert x.grad(grads).tolist() == [inverse, inverse]
+    assert inverse != 1 / 1.3

@@ -1,0 +1,158 @@
+"""The golden workflow: create, pass, mismatch with .obtained, update, refuse, stale report."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import golden, record
+from harness.case import SIDES, Case, agree, load_case
+from harness.session import compute_outcome
+from harness.tolerances import resolve
+
+ENV = {"numpy": "2.4.6", "python": "3.11.7", "torch": "2.13.0"}
+
+
+class FakeCase:
+    name = "demo"
+
+    def tol_for(self, key, dtype):
+        return resolve(key, dtype, {})
+
+
+def side_text(values, env=ENV):
+    values = record.normalize(values)
+    return record.dumps_side("demo", "engine", values, env), values
+
+
+def decoded(text, tmp_path):
+    path = tmp_path / "scratch.json"
+    path.write_text(text)
+    return record.read_side(path).values
+
+
+@pytest.fixture
+def golden_dir(tmp_path):
+    return tmp_path / "golden"
+
+
+def test_missing_golden_fails_and_is_written(golden_dir, tmp_path):
+    text, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    result = golden.check_golden(FakeCase(), "engine", text, decoded(text, tmp_path), golden_dir)
+    assert (result.status, result.ok) == ("missing", False)
+    assert (golden_dir / "demo" / "engine.json").read_text() == text
+
+
+def test_identical_golden_passes(golden_dir, tmp_path):
+    text, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    golden.check_golden(FakeCase(), "engine", text, decoded(text, tmp_path), golden_dir)
+    result = golden.check_golden(FakeCase(), "engine", text, decoded(text, tmp_path), golden_dir)
+    assert (result.status, result.ok) == ("identical", True)
+
+
+def test_mismatch_writes_obtained_and_keeps_golden(golden_dir, tmp_path):
+    old, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    new, _ = side_text({"y": np.array([1.0, 3.0], np.float32)})
+    golden.check_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
+    result = golden.check_golden(FakeCase(), "engine", new, decoded(new, tmp_path), golden_dir)
+    assert (result.status, result.ok) == ("mismatch", False)
+    assert (golden_dir / "demo" / "engine.json").read_text() == old
+    assert (golden_dir / "demo" / "engine.obtained.json").read_text() == new
+    # A later passing run removes the stale .obtained file.
+    golden.check_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
+    assert not (golden_dir / "demo" / "engine.obtained.json").exists()
+
+
+def one_ulp_up(x):
+    return np.nextafter(np.float32(x), np.float32(np.inf))
+
+
+def test_last_bit_change_needs_identity_only_in_same_environment(golden_dir, tmp_path):
+    old, _ = side_text({"y": np.array([1.0], np.float32)})
+    golden.check_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
+
+    same_env, _ = side_text({"y": np.array([one_ulp_up(1.0)], np.float32)})
+    result = golden.check_golden(FakeCase(), "engine", same_env, decoded(same_env, tmp_path), golden_dir)
+    assert (result.status, result.ok) == ("mismatch", False)
+    assert "environment fingerprint matches" in result.message
+
+    other_env, _ = side_text({"y": np.array([one_ulp_up(1.0)], np.float32)}, {**ENV, "numpy": "9.9"})
+    result = golden.check_golden(FakeCase(), "engine", other_env, decoded(other_env, tmp_path), golden_dir)
+    assert (result.status, result.ok) == ("within_tol", True)
+
+
+def test_update_reports_change_and_rewrites(golden_dir, tmp_path):
+    old, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    new, _ = side_text({"y": np.array([1.0, 2.5], np.float32)})
+    created = golden.update_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
+    assert created.status == "created"
+    unchanged = golden.update_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
+    assert unchanged.status == "unchanged"
+    updated = golden.update_golden(FakeCase(), "engine", new, decoded(new, tmp_path), golden_dir)
+    assert updated.status == "updated"
+    assert updated.diff.rows[0].max_abs == pytest.approx(0.5)
+    assert (golden_dir / "demo" / "engine.json").read_text() == new
+
+
+def test_unreadable_golden_is_reported_not_raised(golden_dir, tmp_path):
+    text, _ = side_text({"y": np.array([1.0], np.float32)})
+    path = golden_dir / "demo" / "engine.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"format": 1, "values": {')
+    result = golden.check_golden(FakeCase(), "engine", text, decoded(text, tmp_path), golden_dir)
+    assert (result.status, result.ok) == ("unreadable", False)
+    assert str(path) in result.message
+
+
+def test_stale_goldens_are_listed(golden_dir):
+    (golden_dir / "kept").mkdir(parents=True)
+    (golden_dir / "deleted_case").mkdir()
+    assert golden.stale_goldens(golden_dir, {"kept"}) == [golden_dir / "deleted_case"]
+
+
+CASE_BODY = '''"""A tiny case for the workflow tests."""
+import numpy as np
+from harness.case import agree
+
+def torch_side():
+    return {{"y": np.array([1.0, 2.0], np.float32)}}
+
+def engine_side():
+    return {{"y": np.array([1.0, {engine_y}], np.float32)}}
+
+CHECKS = [agree("y")]
+'''
+
+
+def write_case(tmp_path: Path, engine_y: float) -> Case:
+    path = tmp_path / "cases" / "tiny.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(CASE_BODY.format(engine_y=engine_y))
+    return load_case(path)
+
+
+def test_update_refuses_a_case_whose_agree_checks_fail(tmp_path):
+    case = write_case(tmp_path, engine_y=3.0)
+    dirs = {"golden_dir": tmp_path / "golden", "out_dir": tmp_path / "out"}
+    refused = compute_outcome(case, update=True, **dirs)
+    for side in SIDES:
+        assert refused.goldens[side].status == "refused"
+        assert refused.goldens[side].message == "refusing to bless tiny: its agree checks fail (fix them, or pass --force)"
+    assert not (tmp_path / "golden" / "tiny").exists()
+
+    forced = compute_outcome(case, update=True, force=True, **dirs)
+    assert all(forced.goldens[side].status == "created" for side in SIDES)
+
+
+def test_full_cycle_through_outcomes(tmp_path):
+    dirs = {"golden_dir": tmp_path / "golden", "out_dir": tmp_path / "out"}
+    case = write_case(tmp_path, engine_y=2.0)
+    first = compute_outcome(case, **dirs)
+    assert [first.goldens[s].status for s in SIDES] == ["missing", "missing"]
+    assert not first.ok
+    second = compute_outcome(case, **dirs)
+    assert second.ok
+    out = json.loads((tmp_path / "out" / "tiny" / "engine.json").read_text())
+    assert out["values"]["y"]["data"] == [1.0, 2.0]
+    assert isinstance(case.checks[0], type(agree("y")))
