@@ -169,6 +169,13 @@ def test_clone_taken_before_a_step_keeps_the_old_values():
         assert new.val().is_require_grad()
 
 
+def test_num_params_counts_frozen_params_too():
+    frozen = Param(ParamId.new(), Tensor.from_floats([1.0, 2.0, 3.0], AD))  # not require_grad
+    layer = Linear(leaf(np.ones((3, 2))), frozen)
+    assert not frozen.val().is_require_grad()
+    assert layer.num_params() == 6 + 3
+
+
 def test_num_params_counts_every_float_element():
     net = Net()
     assert net.num_params() == 1 + 2 * (4 + 2) + 2

@@ -91,6 +91,15 @@ def test_from_grads_has_one_entry_per_param_found_by_param_id():
         np.testing.assert_allclose(g.T if g.ndim == 2 else g, tg, atol=1e-7)
 
 
+def test_gradients_of_other_tensors_are_dropped():
+    model, x, y = a1_engine(AD)
+    x = x.require_grad()
+    raw = engine_loss(model, x, y).backward()
+    grads = GradientsParams.from_grads(raw, model)
+    assert len(grads) == 4
+    assert x.grad(raw) is not None  # still in `grads`, never in the GradientsParams
+
+
 def test_from_grads_takes_the_gradients_out_of_grads():
     model, x, y = a1_engine(AD)
     raw = engine_loss(model, x, y).backward()
@@ -174,7 +183,7 @@ def test_sgd_step_matches_torch_one_step():
 
 def test_param_without_gradient_is_unchanged_and_its_state_does_not_advance():
     model, x, y = a1_engine(AD)
-    optim = AdamConfig().init()
+    optim = AdamConfig(weight_decay=WeightDecayConfig(0.5)).init()  # and no decay either
     grads = engine_grads(model, x, y)
     bias = model.fc2.bias
     grads.remove(bias.id)
@@ -396,8 +405,11 @@ def test_norm_clipping_leaves_small_gradients_alone():
     assert np.array_equal(clip.clip_gradient(Tensor.from_numpy(G, Device.flex())).numpy(), G)
 
 
-def test_clipping_runs_inside_the_step_before_the_update():
-    result = run_engine(SgdConfig(gradient_clipping=GradientClippingConfig.value(0.01)), 0.1, 1)
+def test_clipping_runs_inside_the_step_before_weight_decay_and_the_update():
+    config = SgdConfig(
+        weight_decay=WeightDecayConfig(0.05), gradient_clipping=GradientClippingConfig.value(0.01)
+    )
+    result = run_engine(config, 0.1, 1)
 
     def clipped_sgd(params, lr):
         params = list(params)
@@ -407,7 +419,7 @@ def test_clipping_runs_inside_the_step_before_the_update():
                 torch.nn.utils.clip_grad_value_(params, 0.01)
                 return super().step()
 
-        return Clipped(params, lr=lr)
+        return Clipped(params, lr=lr, weight_decay=0.05)
 
     assert max_diff(result, run_torch(clipped_sgd, 0.1, 1)) < 1e-7
 
