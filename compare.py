@@ -47,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="dtype of numbers in loose JSON files (default float32)",
     )
     cases = parser.add_argument_group("running cases (no FILE arguments)")
-    cases.add_argument("--case", action="append", default=[], metavar="NAME", help="run NAME")
+    cases.add_argument(
+        "--case", action="extend", nargs="+", default=[], metavar="NAME", help="run these cases"
+    )
     cases.add_argument("--update-golden", action="store_true", help="rewrite the goldens")
     cases.add_argument("--force", action="store_true", help="bless goldens even if checks fail")
     cases.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes")

@@ -7,7 +7,7 @@
 - sidecar write + read of 5e7 float32 values vs np.save + np.load (target: within 2x).
 
 Both sides write to and read from files in the same folder. Threads are pinned to one so the
-numbers do not depend on the machine's load; the ratios are printed by the last test.
+numbers do not depend on the machine's load; each reference test prints its group's ratio.
 """
 
 import numpy as np
@@ -43,6 +43,16 @@ def measure(benchmark, group, name, fn):
     return result
 
 
+def report_ratio(capsys, group):
+    """Print record / reference for a group once both have run (medians, same session)."""
+    times = RATIOS.get(group, {})
+    if len(times) == 2:
+        ours, reference = times.values()
+        with capsys.disabled():
+            print(f"\n{group}: record {ours * 1e3:.1f} ms / reference {reference * 1e3:.1f} ms"
+                  f" = {ours / reference:.2f}x")  # fmt: skip
+
+
 def json_round_trip(path, array):
     def run():
         record.write_side(path, "bench", "torch", {"x": array}, {}, sidecar_threshold=10**12)
@@ -64,9 +74,10 @@ def test_json_1e6_float32_exact(benchmark, tmp_path, million):
     assert np.array_equal(got.view(np.uint32), million.view(np.uint32))
 
 
-def test_json_1e6_float32_orjson_reference(benchmark, tmp_path, million):
+def test_json_1e6_float32_orjson_reference(benchmark, tmp_path, million, capsys):
     got = measure(benchmark, "json 1e6", "orjson", orjson_round_trip(tmp_path / "b.json", million))
     assert np.array_equal(got, million)
+    report_ratio(capsys, "json 1e6")
 
 
 def sidecar_round_trip(folder, array):
@@ -92,18 +103,7 @@ def test_sidecar_5e7_float32(benchmark, tmp_path, fifty_million):
     assert last == float(fifty_million[-1])
 
 
-def test_sidecar_5e7_np_save_reference(benchmark, tmp_path, fifty_million):
+def test_sidecar_5e7_np_save_reference(benchmark, tmp_path, fifty_million, capsys):
     last = measure(benchmark, "sidecar 5e7", "np.save", npy_round_trip(tmp_path, fifty_million))
     assert last == float(fifty_million[-1])
-
-
-def test_print_ratios(capsys):
-    """Runs last in this module: reports the ratios of the medians measured above."""
-    lines = []
-    for group, times in RATIOS.items():
-        if len(times) == 2:
-            ours, reference = times.values()
-            lines.append(f"{group}: record {ours * 1e3:.1f} ms / reference "
-                         f"{reference * 1e3:.1f} ms = {ours / reference:.2f}x")  # fmt: skip
-    with capsys.disabled():
-        print("\n" + "\n".join(lines))
+    report_ratio(capsys, "sidecar 5e7")

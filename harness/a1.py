@@ -148,3 +148,37 @@ def a1_torch(rounding: Rounding = "once"):
         for name in PARAM_NAMES:
             model.get_parameter(name).copy_(torch.from_numpy(arrays[name]))
     return model, torch.from_numpy(arrays["x"].copy()), torch.from_numpy(arrays["y"].copy())
+
+
+# ---- recording helpers: every A1 case reports params in PyTorch's layout -------------------
+
+
+def _torch_layout(path: str, tensor: Tensor) -> Tensor:
+    # The engine's Linear weight is [in, out]; reports compare in PyTorch's [out, in].
+    return tensor.transpose() if path.endswith("weight") and len(tensor.shape) == 2 else tensor
+
+
+def engine_params(model: Module) -> dict[str, Tensor]:
+    """`{path: value}` of an engine module's params, weights transposed to `[out, in]`."""
+    return {path: _torch_layout(path, param.val()) for path, param in model.params()}
+
+
+def engine_grads(grads, model: Module) -> dict[str, Tensor | None]:
+    """`{path: gradient}` from a `GradientsParams` (looked up by ParamId, `[out, in]` layout)."""
+    found = {}
+    for path, param in model.params():
+        grad = grads.get(param.id)
+        found[path] = None if grad is None else _torch_layout(path, grad)
+    return found
+
+
+def torch_params(model) -> dict:
+    """`{path: value}` of a torch module's params (detached copies)."""
+    return {path: p.detach().clone() for path, p in model.named_parameters()}
+
+
+def torch_grads(model) -> dict:
+    """`{path: .grad}` of a torch module's params (copies; None where there is none)."""
+    return {
+        path: None if p.grad is None else p.grad.clone() for path, p in model.named_parameters()
+    }

@@ -368,6 +368,9 @@ def write_side(
 def _referenced_sidecars(path: Path) -> set[str]:
     """Sidecar names the file now at ``path`` references (best effort, never raises)."""
     try:
+        prefix = path.stem + "."
+        if not any(n.startswith(prefix) and n.endswith(".npy") for n in os.listdir(path.parent)):
+            return set()  # no sidecar can be referenced: skip reading the old file
         if b'"sidecar"' not in path.read_bytes():
             return set()
         record = read_side(path, verify_sidecars=False)
@@ -487,7 +490,8 @@ class _Reader:
                 keys, colons = self.census(doc)
                 # Each ':' outside strings separates one key. orjson keeps the last of
                 # duplicate keys, which breaks this count; so does a ':' written as \u003a.
-                if b"\\u" not in data and data.count(b":") == keys + colons:
+                escapes = b"\\" in data and b"\\u" in data  # one memchr pass when none
+                if not escapes and data.count(b":") == keys + colons:
                     return doc
                 self.kinds.clear()
         doc = self.parse_stdlib(self.text(data))

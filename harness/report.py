@@ -92,13 +92,20 @@ def structural_problem(row: TensorDiff, labels: tuple[str, str]) -> str | None:
     return None
 
 
-def verdict(diff: Diff) -> str:
-    """``worst=1.19e-07 tol=1e-06 OK`` or ``... FAIL (2 of 14 keys)``."""
+def verdict(diff: Diff, divergence: bool = False) -> str:
+    """``worst=1.19e-07 tol=1e-06 OK`` or ``... FAIL (2 of 14 keys)``.
+
+    For a documented divergence (a ``differ`` check) differing is the expected outcome, so the
+    words change: ``DIFFER as documented (2 of 14 keys)``, or ``SAME (divergence vanished)``.
+    """
     worst = "n/a" if diff.worst is None else f"{diff.worst:.2e}"
     text = f"worst={worst} tol={diff.tol.describe()} "
+    counted = f"({len(diff.failures)} of {len(diff.rows)} keys)"
+    if divergence:
+        return text + ("SAME (divergence vanished)" if diff.ok else f"DIFFER as documented {counted}")
     if diff.ok:
         return text + "OK"
-    return text + f"FAIL ({len(diff.failures)} of {len(diff.rows)} keys)"
+    return text + f"FAIL {counted}"
 
 
 def header(diff: Diff) -> str:
@@ -110,26 +117,31 @@ def header(diff: Diff) -> str:
 # Text
 
 
-def render_text(diff: Diff) -> str:
-    """The study-style table: header, one row per key, verdict line (no trailing newline)."""
+def render_text(diff: Diff, divergence: bool = False) -> str:
+    """The study-style table: header, one row per key, verdict line (no trailing newline).
+
+    ``divergence``: the table of a ``differ`` check; rows say ``DIFF`` where they would say
+    ``FAIL``, and the verdict reads as the documented outcome.
+    """
     width = max([MIN_NAME_WIDTH, *(len(row.key) for row in diff.rows)])
+    word = "DIFF" if divergence else "FAIL"
     lines = [f"== {header(diff)}"]
-    lines += [_text_row(row, width, diff.labels) for row in diff.rows]
-    lines.append(verdict(diff))
+    lines += [_text_row(row, width, diff.labels, word) for row in diff.rows]
+    lines.append(verdict(diff, divergence))
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _text_row(row: TensorDiff, width: int, labels: tuple[str, str]) -> str:
+def _text_row(row: TensorDiff, width: int, labels: tuple[str, str], word: str = "FAIL") -> str:
     name = f"{row.key:<{width}} "
     problem = structural_problem(row, labels)
     if problem is not None:
-        return name + "FAIL " + problem
+        return name + f"{word} " + problem
     if row.kind == "value":
-        return name + _value_cells(row, labels)
-    return name + _tensor_cells(row, labels)
+        return name + _value_cells(row, labels, word)
+    return name + _tensor_cells(row, labels, word)
 
 
-def _tensor_cells(row: TensorDiff, labels: tuple[str, str]) -> str:
+def _tensor_cells(row: TensorDiff, labels: tuple[str, str], word: str = "FAIL") -> str:
     text = f"n={row.n:3d}  max|diff|={_max_abs_text(row)}"
     if row.max_ulp is not None:
         text += f"  ulp={row.max_ulp}"
@@ -141,10 +153,10 @@ def _tensor_cells(row: TensorDiff, labels: tuple[str, str]) -> str:
     a = format_value(row.a_worst, row.dtype_a)
     b = format_value(row.b_worst, row.dtype_b)
     where = format_index(row.worst_index)
-    return text + f"  FAIL at {where}: {la}={a} {lb}={b} ({mismatch_details(row)})"
+    return text + f"  {word} at {where}: {la}={a} {lb}={b} ({mismatch_details(row)})"
 
 
-def _value_cells(row: TensorDiff, labels: tuple[str, str]) -> str:
+def _value_cells(row: TensorDiff, labels: tuple[str, str], word: str = "FAIL") -> str:
     la, lb = labels
     a = format_value(row.a_worst, row.dtype_a)
     b = format_value(row.b_worst, row.dtype_b)
@@ -152,11 +164,11 @@ def _value_cells(row: TensorDiff, labels: tuple[str, str]) -> str:
     if row.ok:
         return text
     if row.max_abs is None:
-        return text + "  FAIL (not equal)"
+        return text + f"  {word} (not equal)"
     detail = f"|diff|={_max_abs_text(row)}"
     if row.worst_ulp is not None:
         detail += f", {row.worst_ulp} ulp"
-    return text + f"  FAIL ({detail})"
+    return text + f"  {word} ({detail})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,6 +323,10 @@ _CASES = {
                         "label": {"type": "string"},
                         "kind": {"enum": ["agree", "differ", "expect"]},
                         "documented_by": {"type": "string"},
+                        # differ: the engine object named by ``because``; differ / expect: the
+                        # relation's text. Optional (added after format 1 shipped); else null.
+                        "because": {"type": ["string", "null"]},
+                        "relation": {"type": ["string", "null"]},
                         **_RESULT,
                     },
                 },
@@ -498,7 +514,14 @@ def _md(text: str) -> str:
 
 
 def case_data(outcome: Any) -> dict:
-    """One case's results as plain data: checks, goldens, determinism, all with their Diffs."""
+    """One case's results as plain data: checks, goldens, determinism, all with their Diffs.
+
+    ``html_report`` adds what only the HTML page shows: per check ``pattern`` / ``because`` /
+    ``relation`` / ``samples`` (value summaries of differ checks), per golden the ``env`` of
+    the committed file, and ``env`` (each side's recorded environment).
+    """
+    from harness import html_report
+
     case = outcome.case
     return {
         "case": case.name,
@@ -513,14 +536,23 @@ def case_data(outcome: Any) -> dict:
                 "message": r.message,
                 "documented_by": r.documented_by,
                 "diff": r.diff,
+                **html_report.check_details(outcome.run, r.check),
             }
             for r in outcome.checks
         ],
         "goldens": [
-            {"side": side, "status": g.status, "ok": g.ok, "message": g.message, "diff": g.diff}
+            {
+                "side": side,
+                "status": g.status,
+                "ok": g.ok,
+                "message": g.message,
+                "diff": g.diff,
+                "env": html_report.golden_env(g),
+            }
             for side, g in outcome.goldens.items()
         ],
         "nondeterministic": sorted(outcome.run.nondeterministic),
+        "env": html_report.run_envs(outcome.run),
     }
 
 
@@ -529,7 +561,9 @@ def render_check(case_name: str, result: Any) -> str:
     line = f"{case_name}: {result.check.label}: {'ok' if result.ok else 'FAIL'}: {result.message}"
     if getattr(result, "documented_by", ""):
         line += f" (documented: {result.documented_by})"
-    return line + (f"\n{render_text(result.diff)}" if result.diff is not None else "")
+    divergence = result.check.kind == "differ"
+    table = render_text(result.diff, divergence) if result.diff is not None else None
+    return line + (f"\n{table}" if table is not None else "")
 
 
 def render_golden(result: Any) -> str:
@@ -554,7 +588,7 @@ def render_case_data(data: dict) -> str:
         extra = f" (documented: {check['documented_by']})" if check["documented_by"] else ""
         lines.append(f"[{mark}] {check['label']}: {check['message']}{extra}")
         if check["diff"] is not None:
-            lines.append(render_text(check["diff"]))
+            lines.append(render_text(check["diff"], check["kind"] == "differ"))
     for golden in data["goldens"]:
         mark = "ok  " if golden["ok"] else "FAIL"
         lines.append(f"[{mark}] golden:{golden['side']}: {golden['status']}: {golden['message']}")
@@ -614,6 +648,8 @@ def cases_json(results: Sequence[dict]) -> dict:
             "checks": [
                 {
                     **{k: c[k] for k in ("label", "kind", "ok", "message", "documented_by")},
+                    "because": c.get("because"),
+                    "relation": c.get("relation"),
                     "comparison": index(c["diff"]),
                 }
                 for c in d["checks"]
@@ -654,7 +690,6 @@ def cases_markdown(results: Sequence[dict]) -> str:
 def write_requested(results: Sequence[dict], args: Any) -> None:
     """Write the report files a case run asked for (``--json``, ``--markdown``, ``--html``)."""
     import json
-    import sys
     from pathlib import Path
 
     if getattr(args, "json", None):
@@ -663,7 +698,9 @@ def write_requested(results: Sequence[dict], args: Any) -> None:
     if getattr(args, "markdown", None):
         Path(args.markdown).write_text(cases_markdown(results), encoding="utf-8")
     if getattr(args, "html", None):
-        print("compare.py: warning: --html is not implemented yet (issue 6)", file=sys.stderr)
+        from harness import html_report, record
+
+        record.atomic_write_text(args.html, html_report.render_cases_html(results))
 
 
 class Progress:
@@ -686,18 +723,26 @@ class Progress:
         took = f" {seconds:.2f}s" if isinstance(seconds, (int, float)) else ""
         width = len(str(self.total))
         self.stream.write(
-            f"[{self.done:{width}d}/{self.total}] {data.get('case', '?')} {verdict}{took}"
-            f" (elapsed {elapsed:.1f}s)\n"
+            f"{self._bar()}[{self.done:{width}d}/{self.total}] {data.get('case', '?')} {verdict}"
+            f"{took} (elapsed {elapsed:.1f}s)\n"
         )
         self.stream.flush()
 
+    def _bar(self, width: int = 20) -> str:
+        """``#####........... `` on an interactive terminal; nothing in logs and pipes."""
+        if not getattr(self.stream, "isatty", lambda: False)():
+            return ""
+        filled = width * self.done // max(self.total, 1)
+        return "#" * filled + "." * (width - filled) + " "
+
 
 # ---------------------------------------------------------------------------------------------
-# HTML: not implemented yet (issue 6). It will render the same Diff data as the text and
-# Markdown tables, plus a log2-ULP histogram per tensor from ``TensorDiff.ulp_histogram``
-# (bucket 0 = 0 ULP, bucket k = [2**(k-1), 2**k)). Keep the signature below.
+# HTML: the page layout lives in ``harness.html_report`` (case runs: ``render_cases_html``).
 
 
 def render_html(diffs: Diff | Sequence[Diff], *, meta: dict | None = None) -> str:
-    """A self-contained HTML page (not implemented yet)."""
-    raise NotImplementedError("render_html: the HTML report is not written yet (issue 6)")
+    """A self-contained HTML page: one table per Diff with a log2-ULP histogram per tensor."""
+    from harness import html_report
+
+    diffs = [diffs] if isinstance(diffs, Diff) else list(diffs)
+    return html_report.render_diffs_html(diffs, meta=meta)

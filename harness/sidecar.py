@@ -22,6 +22,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -45,21 +46,37 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
     left as it was. Parent folders are created.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    _commit(_write_temp(path.parent, path.name, write), path)
+
+
+def _write_temp(folder: Path, name: str, write: Callable[[BinaryIO], None]) -> str:
+    """A complete, fsynced temporary file in ``folder``; removed again if anything fails."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        # mkstemp creates 0600; goldens are shared files.
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; goldens are shared files
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return tmp
+
+
+def _commit(tmp: str, path: Path) -> None:
+    try:
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        _unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def _unlink(tmp: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -86,15 +103,25 @@ def sidecar_name(stem: str, key: str, sha256: str) -> str:
 def write_sidecar(folder: Path, stem: str, key: str, array: np.ndarray) -> dict:
     """Write ``array`` as an atomic ``.npy`` sidecar; return its JSON reference record."""
     array = np.ascontiguousarray(array)
-    digest = sha256_of(array)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # hashlib releases the GIL: the hash runs beside the statistics and the save, and
+        # the file gets its content-addressed name once both are done.
+        hashing = pool.submit(sha256_of, array)
+        summary = summarize(array)
+        tmp = _write_temp(folder, stem, lambda f: np.save(f, array, allow_pickle=False))
+        try:
+            digest = hashing.result()
+        except BaseException:
+            _unlink(tmp)
+            raise
     name = sidecar_name(stem, key, digest)
-    atomic_write(folder / name, lambda f: np.save(f, array, allow_pickle=False))
+    _commit(tmp, folder / name)
     return {
         "dtype": array.dtype.name,
         "shape": list(array.shape),
         "sidecar": name,
         "sha256": digest,
-        "summary": summarize(array),
+        "summary": summary,
     }
 
 

@@ -102,13 +102,13 @@ class TestAgree:
 
 class TestDiffer:
     def because(self):
-        return "harness.case.differ"  # any importable documented object
+        return "harness.engine.autodiff.Gradients"
 
     def test_passes_while_values_differ_and_relation_holds(self):
         run = make_run({"g": arr(4.0, 8.0)}, {"g": arr(2.0, 4.0)})
         result = evaluate_check(run, differ("g", because=self.because(), relation=scaled(2)))
         assert result.ok, result.message
-        assert result.documented_by.startswith("A documented divergence")
+        assert result.documented_by == "The gradients of one backward pass, keyed by node id."
 
     def test_fails_when_divergence_vanishes(self):
         run = make_run({"g": arr(2.0, 4.0)}, {"g": arr(2.0, 4.0)})
@@ -169,7 +169,13 @@ def test_capture_returns_value_or_error():
 
 
 def test_resolve_because_returns_first_docstring_line():
-    assert resolve_because("harness.case.agree") == "The values matching ``pattern`` must agree within tolerance."
+    first_line = "Backpropagate from this tensor and return a new `Gradients` container."
+    assert resolve_because("harness.engine.tensor.Tensor.backward") == first_line
+
+
+def test_resolve_because_requires_a_documented_pytorch_difference():
+    with pytest.raises(CaseDefinitionError, match="does not document a PyTorch difference"):
+        resolve_because("harness.case.agree")
 
 
 class TestLoadCase:

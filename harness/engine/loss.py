@@ -129,11 +129,16 @@ class CrossEntropyLoss(Module):
     def _forward_default(self, logits: Tensor, targets: Tensor) -> Tensor:
         (batch,) = targets.shape
         mask = self._padding_mask(targets)
-        indices = targets.reshape([batch, 1])
+        # burn's `targets.reshape([batch, 1])`: int data, never tracked, so a view suffices.
+        indices = Tensor._wrap(targets._data.reshape(batch, 1), targets.device)
         if self.logits:
             picked = logits.log_softmax(1).gather(1, indices)
         else:
             picked = logits.clamp_min(_prob_floor(logits)).gather(1, indices).log()
+        if self.weights is None and mask is None:
+            # burn reshapes to [batch] first; the mean of the [batch, 1] column is the same
+            # sum in the same order, so the hot path skips that no-op node.
+            return picked.mean().neg()
         picked = picked.reshape([batch])
         if self.weights is not None:
             weights = self.weights.gather(0, targets)

@@ -165,6 +165,10 @@ class Param:
         return self._value
 
     def __getattr__(self, name: str):
+        # Only reached for names Param lacks; dunders and our own slot stay ordinary misses
+        # so copy/pickle machinery never recurses through a half-built object.
+        if name.startswith("__") or name == "_value":
+            raise AttributeError(name)
         return getattr(self._value, name)
 
     def __repr__(self) -> str:
@@ -188,7 +192,11 @@ MOVED_MESSAGE = (
 class MovedValueError(RuntimeError):
     """Use of a module after `optim.step()` consumed it: the Python form of Rust's E0382
     ("borrow of moved value"). In burn the mistake does not compile; here it raises on the
-    first attribute access or call, and the message names the fix."""
+    first attribute access or call, and the message names the fix.
+
+    PyTorch difference: `optimizer.step()` updates the model in place and returns nothing, so
+    the model stays usable after the step; here the step takes the model by value.
+    """
 
 
 _TOMBSTONES: dict[type, type] = {}
@@ -337,7 +345,11 @@ class Module:
         return new
 
     def clone(self) -> Module:
-        """A copy sharing ParamIds and tensors (burn's `Clone`): cheap, no data copied."""
+        """A copy sharing ParamIds and tensors (burn's `Clone`): cheap, no data copied.
+
+        PyTorch difference: an optimizer step here returns new tensors, so a clone taken before
+        the step keeps the old values; a PyTorch alias of a parameter sees the in-place update.
+        """
         return self.map(_same_param)
 
     def num_params(self) -> int:

@@ -17,6 +17,9 @@ PyTorch differences, all deliberate (each is a case):
   the old values, where PyTorch aliases see the in-place update;
 - `step` is not must-use: ignoring its result (e.g. passing `model.clone()`) loses the update,
   while a stateful optimizer's state has advanced;
+- `grads` is taken by value in burn: the step removes the entries it uses from the
+  GradientsParams passed in (PyTorch leaves `.grad` in place until `zero_grad()`);
+- `lr` is a float per step (burn also accepts per-group rates; not implemented here);
 - a param without gradient is skipped entirely: no decay, no state change, its step count does
   not advance (PyTorch also skips params whose `.grad` is None);
 - defaults: epsilon 1e-5 everywhere (PyTorch 1e-8; AdaGrad 1e-10), AdamW weight decay 1e-4
@@ -325,6 +328,11 @@ class ModuleOptimizer:
         passed in raises `MovedValueError`; pass `model.clone()` to keep the original.
         Params without a gradient in `grads` are returned unchanged. Like burn, which takes
         `grads` by value, the step takes the entries it uses out of `grads`.
+
+        PyTorch differences: PyTorch's `optimizer.step()` updates the bound parameters in place;
+        here the result is the update, so a discarded result (`optim.step(lr, model.clone(),
+        grads)`) loses it silently, while a stateful optimizer's state has still advanced.
+        Params are matched by ParamId at each step, not bound at construction.
         """
         if not isinstance(lr, (int, float, np.floating)):
             raise TypeError(f"step: lr must be a float, got {type(lr).__name__}")

@@ -391,7 +391,13 @@ class Tensor:
 
     def grad(self, grads: Gradients) -> Tensor | None:
         """This tensor's gradient in `grads` as a plain tensor, or None (intermediate,
-        untracked, unreachable, another node, entry taken, other container)."""
+        untracked, unreachable, another node, entry taken, other container).
+
+        PyTorch differences: PyTorch reads `.grad`, an attribute that accumulates; reading it on
+        a non-leaf warns and `retain_grad()` keeps it. Here the gradient is looked up in the
+        container one `backward()` returned; an intermediate's entry is dropped as soon as its
+        step has run, None comes back without a warning, and there is no `retain_grad`.
+        """
         g = grads._grads.get(self._require_autodiff_node().id)
         return None if g is None else Tensor(g, _PLAIN, None)
 
@@ -401,7 +407,12 @@ class Tensor:
         return None if g is None else Tensor(g, _PLAIN, None)
 
     def grad_replace(self, grads: Gradients, grad: Tensor) -> None:
-        """Remove any entry for this tensor and insert `grad` (a plain tensor) instead."""
+        """Remove any entry for this tensor and insert `grad` (a plain tensor) instead.
+
+        PyTorch difference: PyTorch edits `x.grad` in place (`x.grad.clamp_(...)`), so every
+        handle to the old gradient sees the edit. Here the container gets a new entry; a
+        gradient read before the replacement keeps its values.
+        """
         node = self._require_autodiff_node()
         if grad._node is not None:
             raise AutodiffError(REPLACEMENT_NOT_INNER)

@@ -449,3 +449,15 @@ def test_update_without_temporary_rounds_like_tensor_minus_delta_times_lr():
             got = _sub_scaled(tensor, delta, lr)
             assert got.dtype == dtype
             assert got.tobytes() == want.tobytes()
+
+
+def test_adamw_cautious_decay_skips_weights_whose_sign_differs_from_the_first_moment():
+    from harness.engine.optim import AdamW
+
+    tensor = np.array([1.0, 1.0, -1.0], dtype=np.float32)
+    grad = np.array([0.5, -0.5, 0.5], dtype=np.float32)
+    plain, _ = AdamW(0.9, 0.999, 1e-5, 0.5, False).step(0.1, tensor, grad, None)
+    cautious, _ = AdamW(0.9, 0.999, 1e-5, 0.5, True).step(0.1, tensor, grad, None)
+    undecayed, _ = AdamW(0.9, 0.999, 1e-5, 0.0, False).step(0.1, tensor, grad, None)
+    assert cautious[0] == plain[0]  # same sign: decayed
+    assert cautious[1] == undecayed[1] and cautious[2] == undecayed[2]  # signs differ: skipped
