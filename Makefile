@@ -29,8 +29,16 @@ test: install
 golden: install
 	$(BIN)/python compare.py --update-golden $(ARGS)
 
+# Benchmarks print ratios against torch / numpy measured in the same run (shared, noisy machines).
 bench: install
-	$(PYTEST) benchmarks --benchmark-enable --benchmark-only -p no:xdist $(ARGS)
+	$(PYTEST) benchmarks --benchmark-enable -p no:xdist -s $(ARGS)
+
+ops: install
+	mkdir -p out
+	$(BIN)/python -m harness.ops $(ARGS)
+
+fuzz: install
+	$(BIN)/python -m harness.ops.fuzz --examples 5000 $(ARGS)
 
 report: install
 	mkdir -p out

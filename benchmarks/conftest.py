@@ -6,27 +6,26 @@ TARGETS = {"tiny": 0.5, "medium": 0.9, "large": 1.1}
 
 
 def pytest_terminal_summary(terminalreporter):
-    try:
-        from bench_train_step import MEMORY, RESULTS, SIZES
-    except ImportError:  # pragma: no cover - loaded under another module name
-        import sys
+    import sys
 
-        module = next(
-            (m for name, m in sys.modules.items() if name.endswith("bench_train_step")), None
-        )
-        if module is None:
-            return
-        MEMORY, RESULTS, SIZES = module.MEMORY, module.RESULTS, module.SIZES
+    # Only when the train-step benchmark ran in this session (never import it here).
+    module = next(
+        (m for name, m in sys.modules.items() if name.rpartition(".")[2] == "bench_train_step"),
+        None,
+    )
+    if module is None:
+        return
+    memory, results, sizes = module.MEMORY, module.RESULTS, module.SIZES
     write = terminalreporter.write_line
-    if RESULTS:
+    if results:
         write("")
         write("train step, median per step (1 thread):")
         write(
             f"{'size':8} {'engine':>10} {'torch':>10} {'numpy':>10} {'eng/torch':>10} "
             f"{'target':>7} {'eng/numpy':>10}"
         )
-        for size in SIZES:
-            times = {fw: RESULTS.get((size, fw)) for fw in ("engine", "torch", "numpy")}
+        for size in sizes:
+            times = {fw: results.get((size, fw)) for fw in ("engine", "torch", "numpy")}
             if None in times.values():
                 continue
             vs_torch = times["engine"] / times["torch"]
@@ -37,17 +36,17 @@ def pytest_terminal_summary(terminalreporter):
                 f"{_us(times['numpy']):>10} {vs_torch:>10.2f} {TARGETS[size]:>5.1f} {flag:>3}"
                 f" {vs_numpy:>8.2f}"
             )
-    if MEMORY:
+    if memory:
         write("")
         write("large size, peak memory during steps above the pre-step RSS (fresh processes):")
-        for framework, rec in MEMORY.items():
+        for framework, rec in memory.items():
             write(
                 f"  {framework:8} step peak {rec['step_peak_kib'] / 1024:8.1f} MiB"
                 f"   (baseline {rec['baseline_kib'] / 1024:.1f} MiB, "
                 f"VmHWM {rec['peak_kib'] / 1024:.1f} MiB)"
             )
-        if "engine" in MEMORY and "torch" in MEMORY:
-            ratio = MEMORY["engine"]["step_peak_kib"] / MEMORY["torch"]["step_peak_kib"]
+        if "engine" in memory and "torch" in memory:
+            ratio = memory["engine"]["step_peak_kib"] / memory["torch"]["step_peak_kib"]
             write(f"  engine/torch step peak ratio: {ratio:.2f} (target <= 1.0)")
 
 

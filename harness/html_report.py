@@ -163,15 +163,15 @@ def has_matplotlib() -> bool:
 
 
 @functools.cache
-def histogram_png(hist: tuple[int, ...], failed: bool, ulps: int | None) -> bytes:
+def histogram_png(hist: tuple[int, ...], tone: str, ulps: int | None) -> bytes:
     """A small bar chart of one ULP histogram as PNG bytes (deterministic: no metadata)."""
     figure_cls, canvas_cls = _load_matplotlib()
     buckets = max(len(hist), MIN_BUCKETS)
     counts = list(hist) + [0] * (buckets - len(hist))
-    fig = figure_cls(figsize=(2.8, 1.25), dpi=100)
+    fig = figure_cls(figsize=(2.8, 1.0), dpi=100)
     canvas_cls(fig)
-    ax = fig.add_axes((0.16, 0.3, 0.8, 0.62))
-    colors = [_bar_color(k, failed) for k in range(buckets)]
+    ax = fig.add_axes((0.12, 0.34, 0.85, 0.6))
+    colors = [_BIT_IDENTICAL if k == 0 else _TONES[tone] for k in range(buckets)]
     ax.bar(range(buckets), counts, width=0.8, color=colors)
     if ulps is not None:  # elements at or left of this line are within the ULP tolerance
         ax.axvline(ulps.bit_length() + 0.5, color="#555555", linestyle="--", linewidth=0.8)
@@ -181,14 +181,12 @@ def histogram_png(hist: tuple[int, ...], failed: bool, ulps: int | None) -> byte
     return out.getvalue()
 
 
-def _bar_color(bucket: int, failed: bool) -> str:
-    if bucket == 0:
-        return "#2e7d32"  # bit-identical elements
-    return "#c62828" if failed else "#1565c0"
+_BIT_IDENTICAL = "#2e7d32"
+_TONES = {"ok": "#1565c0", "fail": "#c62828", "documented": "#6a1b9a"}
 
 
 def _style_axes(ax: Any, buckets: int, top: int) -> None:
-    step = max(1, (buckets + 7) // 8)  # at most about eight tick labels
+    step = max(1, -(-buckets // 10))  # at most ten tick labels fit the small axis
     ticks = list(range(0, buckets, step))
     ax.set_xticks(ticks, [_tick_label(k) for k in ticks], fontsize=6)
     ax.set_xlim(-0.6, buckets - 0.4)
@@ -201,16 +199,19 @@ def _style_axes(ax: Any, buckets: int, top: int) -> None:
         ax.spines[side].set_visible(False)
 
 
-def histogram_html(row: TensorDiff) -> str:
-    """An <img> with the PNG, or HTML bars without matplotlib; empty when there is no data."""
+def histogram_html(row: TensorDiff, tone: str) -> str:
+    """An <img> with the PNG, or HTML bars without matplotlib; empty when there is no data.
+
+    ``tone`` colours the non-zero buckets: ``ok``, ``fail`` or ``documented`` (a differ check).
+    """
     if row.kind != "tensor" or not row.ulp_histogram:
         return ""
     alt = _e(histogram_alt(row))
     if not has_matplotlib():
         return _css_histogram(row.ulp_histogram, alt)
-    png = histogram_png(tuple(row.ulp_histogram), not row.ok, row.tol.ulps)
+    png = histogram_png(tuple(row.ulp_histogram), tone, row.tol.ulps)
     uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-    return f'<img class="hist" src="{uri}" width="280" height="125" alt="{alt}" title="{alt}">'
+    return f'<img class="hist" src="{uri}" width="280" height="100" alt="{alt}" title="{alt}">'
 
 
 def _css_histogram(hist: Sequence[int], alt: str) -> str:
@@ -241,18 +242,31 @@ def _badge(ok: bool, yes: str = "OK", no: str = "FAIL") -> str:
 
 
 def _table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
-    """A table from already-escaped cell HTML."""
+    """A table from already-escaped cell HTML; no header row when ``head`` is empty."""
     th = "".join(f"<th>{h}</th>" for h in head)
+    thead = f"<thead><tr>{th}</tr></thead>" if head else ""
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
     attr = f' class="{cls}"' if cls else ""
-    return f"<table{attr}><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table{attr}>{thead}<tbody>{body}</tbody></table>"
 
 
 def _docstring_html(doc: str) -> str:
-    """Paragraphs of a docstring; ``code`` spans (the cases' reST habit) become <code>."""
+    """Paragraphs of a docstring, with its code spans as <code>."""
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", doc.strip()) if p.strip()]
-    code = re.compile(r"``(.+?)``", re.S)
-    return "".join("<p>" + code.sub(r"<code>\1</code>", _e(p)) + "</p>" for p in paragraphs)
+    return "".join(f"<p>{_inline_code(p)}</p>" for p in paragraphs)
+
+
+_CODE_SPAN = re.compile(r"``(.+?)``|`([^`]+?)`", re.S)
+
+
+def _inline_code(text: str) -> str:
+    """Escaped text whose ``reST`` and `Markdown` code spans (both used in docstrings) are code."""
+    parts, end = [], 0
+    for match in _CODE_SPAN.finditer(text):
+        code = match.group(1) or match.group(2)
+        parts += [_e(text[end : match.start()]), f"<code>{_e(code)}</code>"]
+        end = match.end()
+    return "".join([*parts, _e(text[end:])])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,7 +306,7 @@ def _row_cells(row: TensorDiff, labels: tuple[str, str], divergence: bool) -> li
         _value_cell(row.a_worst, row.dtype_a, numeric),
         _value_cell(row.b_worst, row.dtype_b, numeric),
         _e(_row_details(row, labels)),
-        histogram_html(row),
+        histogram_html(row, status_cls),
     ]
     return cells
 
@@ -333,7 +347,7 @@ def render_diffs_html(diffs: Sequence[Diff], *, meta: Mapping | None = None) -> 
     """A page for plain comparisons (file mode): the meta, then one table per Diff."""
     meta_rows = [(_e(k), f"<code>{_e(v)}</code>") for k, v in (meta or {}).items()]
     body = "<section><h2>Comparisons</h2>"
-    body += _table(["", ""], meta_rows, "meta") if meta_rows else ""
+    body += _table([], meta_rows, "meta") if meta_rows else ""
     body += "".join(diff_html(d) for d in diffs) + "</section>"
     return _page("Conformance comparison", all(d.ok for d in diffs), body)
 
@@ -378,7 +392,7 @@ def _summary_section(results: Sequence[dict]) -> str:
     nondet = [f"{d['case']}:{s}" for d in results for s in d.get("nondeterministic", [])]
     if nondet:
         rows.append(("non-deterministic sides", _e(", ".join(nondet))))
-    summary = _table(["", ""], rows, "summary")
+    summary = _table([], rows, "summary")
     return f'<section id="summary"><h2>Summary</h2>{summary}{_case_index(results)}</section>'
 
 
@@ -520,7 +534,8 @@ def _divergences_section(results: Sequence[dict]) -> str:
     rows = [
         _divergence_row(d["case"], c) for d in results for c in d["checks"] if c["kind"] == "differ"
     ]
-    head = ["topic", "PyTorch", "engine", "relation", "reason", "status"]
+    head = ["topic", "PyTorch (or first side)", "engine (or second side)", "relation", "reason"]
+    head.append("status")
     intro = (
         "<p>Every <code>differ</code> check: a place where the engine follows burn rather than "
         "PyTorch, the relation that holds between the two, and the engine docstring that "
@@ -540,7 +555,7 @@ def _divergence_row(case: str, check: dict) -> list[str]:
     sides = [_side_cell(labels[i], samples, i + 1) for i in (torch_i, 1 - torch_i)]
     reason = f"<code>{_e(check.get('because') or '')}</code>"
     if check["documented_by"]:
-        reason += f"<br>{_e(check['documented_by'])}"
+        reason += f"<br>{_inline_code(check['documented_by'])}"
     status = _badge(check["ok"], "holds", "FAIL")
     status += "" if check["ok"] else f"<br>{_e(check['message'])}"
     return [topic, *sides, _e(check.get("relation") or ""), reason, status]
@@ -620,7 +635,7 @@ def _check_html(check: dict) -> str:
     message = _e(check["message"])
     if check["documented_by"]:
         because = f"<code>{_e(check.get('because') or '')}</code>"
-        message += f"<br><small>documented by {because}: {_e(check['documented_by'])}</small>"
+        message += f"<br><small>documented by {because}: {_inline_code(check['documented_by'])}</small>"
     table = ""
     if check["diff"] is not None:
         table = diff_html(check["diff"], check["kind"] == "differ")
@@ -651,8 +666,12 @@ th{background:#f6f8fa;font-weight:600}
 table.diff td:nth-child(n+3):nth-child(-n+6){text-align:right;white-space:nowrap}
 table.diff td:last-child{padding:1px;text-align:center}
 table.divergences td{max-width:330px;overflow-wrap:anywhere}
+table.divergences td:first-child{min-width:150px;overflow-wrap:normal}
+table.diff td code{overflow-wrap:anywhere}table.diff td:nth-child(8),
+table.diff td:nth-child(9){max-width:320px}
 .badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;
-color:#fff;vertical-align:middle}.badge.ok{background:#2e7d32}.badge.fail{background:#c62828}
+vertical-align:middle}.badge.ok{background:#2e7d32;color:#fff}
+.badge.fail{background:#c62828;color:#fff}
 .ok{color:#2e7d32}.fail{color:#c62828}.documented{color:#6a1b9a}li.ok,li.fail{color:inherit}
 li.fail::marker{color:#c62828}
 .changed{background:#fff3b0;padding:1px 3px;border-radius:3px}

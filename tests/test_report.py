@@ -249,6 +249,7 @@ def test_markdown_escapes_pipes():
     assert "`a\\|b`" in md and "'x\\|y'" in md
 
 
-def test_html_is_left_for_later():
-    with pytest.raises(NotImplementedError):
-        render_html(make_diff(OK_ROWS))
+def test_html_page_has_every_key():  # the layout is tested in test_html_report.py
+    page = render_html(make_diff(OK_ROWS), meta={"files": ["a.json", "b.json"]})
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<code>logits</code>" in page and "<code>grads.fc1.weight</code>" in page

@@ -117,11 +117,13 @@ def test_case_reports_json_validates_and_markdown_has_one_row_per_tensor(tmp_pat
     assert doc["cases"][0]["goldens"][1]["comparison"] == 2 and len(doc["comparisons"]) == 3
     md = cases_markdown(results)
     assert md.count("| `g` |") == 2  # one table row per tensor of each check
-    args = NS(json=str(tmp_path / "r.json"), markdown=str(tmp_path / "r.md"), html="x.html")
+    args = NS(
+        json=str(tmp_path / "r.json"), markdown=str(tmp_path / "r.md"), html=str(tmp_path / "r.html")
+    )
     write_requested(results, args)
     assert json.loads((tmp_path / "r.json").read_text())["schema"] == "conformance-report/1"
     assert (tmp_path / "r.md").read_text() == md
-    assert "--html is not implemented yet" in capsys.readouterr().err
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
 
 
 def test_progress_prints_one_line_per_case():
