@@ -52,8 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cases.add_argument("--update-golden", action="store_true", help="rewrite the goldens")
     cases.add_argument("--force", action="store_true", help="bless goldens even if checks fail")
-    cases.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes")
+    cases.add_argument(
+        "--jobs", type=_positive_int, default=1, metavar="N", help="worker processes"
+    )
     cases.add_argument("--shard", metavar="K/N", help="run the K-th of N slices of the cases")
+    cases.add_argument("--out", metavar="DIR", help="write side files here (default out/)")
+    cases.add_argument("--golden-dir", metavar="DIR", help="goldens folder (default golden/)")
+    cases.add_argument("--cases-dir", metavar="DIR", help="case files folder (default cases/)")
     cases.add_argument("--html", metavar="FILE", help="write the HTML report")
     return parser
 
@@ -75,6 +80,13 @@ def _non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
     return value
 
 
@@ -107,6 +119,7 @@ def compare_files(args: argparse.Namespace) -> int:
 
     path_a, path_b = (Path(p) for p in args.files)
     side_a, side_b = _read(path_a, args.dtype), _read(path_b, args.dtype)
+    _warn_read(side_a, side_b)  # after both reads: an unreadable file gives one line only
     _warn_env(side_a, side_b)
     cli_tol = _cli_tolerance(args)
     diff = diff_values(
@@ -142,9 +155,13 @@ def _read(path: Path, dtype: str) -> Any:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # a codec gap: still one line
         raise UsageError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
-    for warning in getattr(side, "warnings", ()):
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     return side
+
+
+def _warn_read(*sides: Any) -> None:
+    for side in sides:
+        for warning in getattr(side, "warnings", ()):
+            print(f"{PROG}: warning: {_one_line(warning)}", file=sys.stderr)
 
 
 def _cli_tolerance(args: argparse.Namespace) -> Any:
@@ -183,12 +200,17 @@ def _warn_env(side_a: Any, side_b: Any) -> None:
     if not env_a or not env_b:
         return
     changed = [
-        f"{k} ({env_a.get(k)!s} vs {env_b.get(k)!s})"
+        _one_line(f"{k} ({env_a.get(k)!s} vs {env_b.get(k)!s})")
         for k in sorted(set(env_a) | set(env_b))
         if env_a.get(k) != env_b.get(k)
     ]
     if changed:
         print(f"{PROG}: warning: environments differ: {'; '.join(changed)}", file=sys.stderr)
+
+
+def _one_line(text: str) -> str:
+    """Control characters escaped: one message is one line, whatever a hostile file holds."""
+    return text if text.isprintable() else ascii(text)[1:-1]
 
 
 def _write(path: str, text: str) -> None:
@@ -209,7 +231,12 @@ def run_cases_main(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"{PROG}: error: cannot run cases: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return runner(list(args.case), args)
+    try:
+        return runner(list(args.case), args)
+    except OSError as exc:  # an unwritable --out / --json / --golden-dir: one line, no traceback
+        where = exc.filename if exc.filename is not None else "output"
+        print(f"{PROG}: error: {where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _case_runner() -> Any:

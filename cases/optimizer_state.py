@@ -34,7 +34,7 @@ from harness.engine import (
     SgdConfig,
     WeightDecayConfig,
 )
-from harness.tolerances import Tolerance
+from harness.tolerances import Tolerance, default_tolerance
 
 STEPS = 20
 SGD_LR = A1_LR
@@ -47,6 +47,7 @@ REBUILD_AT = 10  # step at which the model gets new ParamIds (engine) / a new op
 # PyTorch's defaults for the hyperparameters where burn's differ (reference-engine.md section 6).
 # Each "aligned" run below sets them explicitly on the engine side.
 TORCH_DAMPENING, TORCH_EPS, TORCH_ADAGRAD_EPS, TORCH_ADAMW_WD = 0.0, 1e-8, 1e-10, 1e-2
+TORCH_RMSPROP_MOMENTUM = 0.0
 # burn's defaults, given to PyTorch in the "burn_defaults" runs.
 BURN_DAMPENING, BURN_EPS, BURN_ADAMW_WD, BURN_RMSPROP_MOMENTUM = 0.1, 1e-5, 1e-4, 0.9
 
@@ -163,9 +164,7 @@ def engine_side():
     return {
         "aligned": {
             "sgd_momentum": _engine_run(SgdConfig(momentum=momentum), SGD_LR),
-            "sgd_nesterov": _engine_run(
-                SgdConfig(momentum=momentum.with_nesterov(True)), SGD_LR
-            ),
+            "sgd_nesterov": _engine_run(SgdConfig(momentum=momentum.with_nesterov(True)), SGD_LR),
             "sgd_weight_decay": _engine_run(
                 SgdConfig(momentum=momentum, weight_decay=WeightDecayConfig(0.01)), SGD_LR
             ),
@@ -174,7 +173,9 @@ def engine_side():
             "adamw": _engine_run(
                 AdamWConfig(epsilon=TORCH_EPS, weight_decay=TORCH_ADAMW_WD), ADAPTIVE_LR
             ),
-            "rmsprop": _engine_run(RmsPropConfig(momentum=0.0, epsilon=TORCH_EPS), ADAPTIVE_LR),
+            "rmsprop": _engine_run(
+                RmsPropConfig(momentum=TORCH_RMSPROP_MOMENTUM, epsilon=TORCH_EPS), ADAPTIVE_LR
+            ),
             "rmsprop_centered": _engine_run(
                 RmsPropConfig(momentum=0.9, epsilon=TORCH_EPS, centered=True), ADAPTIVE_LR
             ),
@@ -213,16 +214,23 @@ TOLERANCES = {
     "skip.*": ADAPTIVE_DRIFT,
     "rebuilt.*": ADAPTIVE_DRIFT,
 }
+_STUDY_TOL = default_tolerance("float32")
 
-_SAME = 1e-6  # the study's float32 tolerance, for the relation below
+
+def _drift_tol(name):
+    """The tolerance for comparing two runs of `name` that should match: Adam-style updates
+    and RMSProp with momentum accumulate rounding (ADAPTIVE_DRIFT); SGD and AdaGrad do not."""
+    return None if name.startswith("sgd") or name == "adagrad" else ADAPTIVE_DRIFT
 
 
-def _parts_at(k):
-    """The loss trajectories agree for the first k steps and are apart at step k."""
+def _parts_at(k, tol):
+    """The loss trajectories agree (within the check's tolerance) for the first k steps and are
+    further apart than it at step k."""
+    atol = (tol or _STUDY_TOL).atol
 
     def holds(torch_loss, engine_loss):
         gap = np.abs(np.asarray(torch_loss, np.float64) - np.asarray(engine_loss, np.float64))
-        return bool((gap[:k] <= _SAME).all() and gap[k] > _SAME)
+        return bool((gap[:k] <= atol).all() and gap[k] > atol)
 
     return predicate(f"losses agree for steps 0..{k - 1} and part at step {k}", holds)
 
@@ -238,10 +246,6 @@ _DEFAULTS = {
 }
 
 
-def _burn_defaults_tol(name):
-    return None if name.startswith("sgd") or name == "adagrad" else ADAPTIVE_DRIFT
-
-
 _ADAMW = "aligned AdamW: fc2.bias got no gradient at steps 5..9"
 _UNCHANGED = Tolerance.exact("a param without a gradient is returned unchanged, bit for bit")
 
@@ -254,7 +258,8 @@ CHECKS = [
             left=f"torch:aligned.{name}.",
             right=f"engine:defaults.{name}.",
             because=because,
-            relation=_parts_at(k),
+            relation=_parts_at(k, _drift_tol(name)),
+            tol=_drift_tol(name),
         )
         for name, (because, k) in _DEFAULTS.items()
     ],
@@ -263,7 +268,7 @@ CHECKS = [
             "*",
             f"torch:burn_defaults.{name}.",
             f"engine:defaults.{name}.",
-            tol=_burn_defaults_tol(name),
+            tol=_drift_tol(name),
             note="PyTorch given burn's default for the hyperparameters that differ",
         )
         for name in _DEFAULTS

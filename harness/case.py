@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from harness import record
+from harness import record, sidecar
 from harness.diff import Diff, diff_values
 from harness.tolerances import Tolerance, resolve
 
@@ -33,6 +33,8 @@ CASES_DIR = ROOT / "cases"
 GOLDEN_DIR = ROOT / "golden"
 OUT_DIR = ROOT / "out"
 SEED = 0
+# Tensors with more elements go to .npy sidecars in out/ and golden/ alike (same text).
+SIDECAR_THRESHOLD = record.SIDECAR_THRESHOLD
 
 
 class CaseDefinitionError(Exception):
@@ -332,16 +334,66 @@ def pinned(side: str) -> Iterator[None]:
             torch.set_num_threads(previous)
 
 
-def run_side_text(case: Case, side: str, env: Mapping[str, Any]) -> str:
-    """Run one side under pinned threads and seeds; return its canonical JSON text."""
+def run_side(case: Case, side: str) -> dict[str, Any]:
+    """Run one side under pinned threads and seeds; return its normalized values."""
     with pinned(side):
-        values = record.normalize(case.side_fn(side)())
-    return record.dumps_side(case.name, side, values, env)
+        return record.normalize(case.side_fn(side)())
+
+
+def side_text(
+    case_name: str,
+    side: str,
+    values: Mapping[str, Any],
+    env: Mapping[str, Any],
+    sidecar_threshold: int = SIDECAR_THRESHOLD,
+) -> str:
+    """The exact JSON text ``record.write_side`` writes to ``<side>.json`` for these values.
+
+    Sidecar references (sha256, summary, content-addressed name) are computed in memory, so
+    two runs can be compared by text without writing the second one: equal texts mean equal
+    data, because the sha256 of every sidecar is part of the text.
+    """
+    refs = {
+        key: _sidecar_ref(side, key, value)
+        for key, value in values.items()
+        if isinstance(value, np.ndarray) and value.size > sidecar_threshold
+    }
+    return record.dumps_side(case_name, side, values, env, sidecars=refs)
+
+
+def _sidecar_ref(stem: str, key: str, array: np.ndarray) -> dict[str, Any]:
+    """What ``sidecar.write_sidecar`` returns for ``array``, without writing the file."""
+    array = np.ascontiguousarray(array)
+    digest = sidecar.sha256_of(array)
+    return {
+        "dtype": array.dtype.name,
+        "shape": list(array.shape),
+        "sidecar": sidecar.sidecar_name(stem, key, digest),
+        "sha256": digest,
+        "summary": sidecar.summarize(array),
+    }
+
+
+def remove_side_file(path: Path, keep: Sequence[str] = ()) -> None:
+    """Delete a side file and the sidecars it references, except the names in ``keep``."""
+    if not path.is_file():
+        return
+    try:
+        names = record.read_side(path, verify_sidecars=False).sidecars
+    except record.RecordError:
+        names = ()  # unreadable: its sidecars cannot be known; the file still goes
+    path.unlink(missing_ok=True)
+    for name in set(names) - set(keep):
+        (path.parent / name).unlink(missing_ok=True)
 
 
 @dataclass
 class CaseRun:
-    """Both sides' canonical texts and decoded values, plus determinism findings."""
+    """Both sides' canonical texts and decoded values, plus determinism findings.
+
+    ``texts[side]`` is the JSON text of ``out/<case>/<side>.json`` (sidecar references, not
+    data, for large tensors); ``env`` is the environment block both sides were written with.
+    """
 
     case: Case
     texts: dict[str, str]
@@ -349,41 +401,54 @@ class CaseRun:
     paths: dict[str, Path]
     nondeterministic: dict[str, Diff]
     error: str | None = None
+    env: dict[str, Any] = field(default_factory=dict)
 
 
-def run_case(case: Case, out_dir: Path = OUT_DIR, *, repeat: bool = True) -> CaseRun:
+def run_case(
+    case: Case,
+    out_dir: Path = OUT_DIR,
+    *,
+    repeat: bool = True,
+    sidecar_threshold: int = SIDECAR_THRESHOLD,
+) -> CaseRun:
     """Run both sides (twice, to tell non-determinism from non-conformance), write ``out/``.
 
-    Values are compared as decoded from the written files, so a check sees exactly what the
-    golden stores.
+    Each side is written with ``record.write_side`` (atomic; tensors above the threshold go
+    to ``.npy`` sidecars) before the second run, so a side that mutates shared state cannot
+    change what the first run recorded. Values are compared as decoded from the written
+    files, so a check sees exactly what the golden stores.
     """
     env = record.environment()
-    texts, values, paths, nondet = {}, {}, {}, {}
+    run = CaseRun(case, {}, {}, {}, {}, env=env)
     for side in SIDES:
+        folder = out_dir / case.name
+        path, rerun = folder / f"{side}.json", folder / f"{side}.rerun.json"
         try:
-            text = run_side_text(case, side, env)
-            again = run_side_text(case, side, env) if repeat else text
+            record.write_side(path, case.name, side, run_side(case, side), env,
+                              sidecar_threshold=sidecar_threshold)  # fmt: skip
+            run.texts[side], run.paths[side] = path.read_text(encoding="utf-8"), path
+            run.values[side] = record.read_side(path).values
+            again = run_side(case, side) if repeat else None
         except Exception as exc:
-            return CaseRun(case, texts, values, paths, nondet, error=f"{side}_side raised {exc!r}")
-        path = out_dir / case.name / f"{side}.json"
-        record.atomic_write_text(path, text)
-        texts[side], paths[side] = text, path
-        values[side] = record.read_side(path).values
-        if again != text:
-            nondet[side] = _self_diff(case, side, text, again, out_dir)
-    return CaseRun(case, texts, values, paths, nondet)
+            run.error = f"{side}_side raised {exc!r}"
+            return run
+        if again is not None and side_text(case.name, side, again, env, sidecar_threshold) != (
+            run.texts[side]
+        ):
+            run.nondeterministic[side] = _self_diff(run, side, again, rerun, sidecar_threshold)
+        else:
+            remove_side_file(rerun)  # a rerun file left by an earlier non-deterministic run
+    return run
 
 
-def _self_diff(case: Case, side: str, first: str, second: str, out_dir: Path) -> Diff:
-    path = out_dir / case.name / f"{side}.rerun.json"
-    record.atomic_write_text(path, second)
-    rerun = record.read_side(path).values
-    first_values = record.read_side(out_dir / case.name / f"{side}.json").values
+def _self_diff(run: CaseRun, side: str, again: Mapping, rerun: Path, threshold: int) -> Diff:
+    """Write the second run beside the first (for review) and diff the two exactly."""
+    record.write_side(rerun, run.case.name, side, again, run.env, sidecar_threshold=threshold)
     return diff_values(
-        first_values,
-        rerun,
+        run.values[side],
+        record.read_side(rerun).values,
         tol_for=lambda key, dtype: Tolerance.exact(),
-        title=f"{case.name}: {side} run 1 vs run 2",
+        title=f"{run.case.name}: {side} run 1 vs run 2",
         labels=("run1", "run2"),
     )
 

@@ -7,9 +7,9 @@ committed goldens, and one section per case with its docstring, its tables and a
 histogram per tensor.
 
 Histograms are PNGs drawn with matplotlib (the optional ``report`` extra) and embedded as data
-URIs; without matplotlib they are drawn as HTML bars and the page says so. The output is
-deterministic: the same run gives byte-identical HTML (no times, no random ids, PNGs without
-a software stamp), so two reports can be diffed.
+URIs (64-colour palette PNGs, about 3 kB each); without matplotlib they are drawn as HTML bars
+and the page says so. The output is deterministic: the same run gives byte-identical HTML (no
+times, no random ids, PNGs without metadata chunks), so two reports can be diffed.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ from harness.report import (
     verdict,
 )
 
-SAMPLE_ELEMENTS = 8  # elements shown per value in the differences table
+SAMPLE_ELEMENTS = 6  # elements shown per value in the differences table
+# Drawn at twice the displayed 280x100 px, so the small labels stay sharp on high-DPI screens.
+HISTOGRAM_DPI = 200
 MIN_BUCKETS = 8  # histogram x axis spans at least 0 .. 2**6 ULP, so small ones stay readable
 # Goldens whose file on disk was written by this very run: they say nothing about the past.
 _FRESH_GOLDEN = {"missing", "created", "not_run", "nondeterministic", "refused"}
@@ -49,13 +51,18 @@ _FRESH_GOLDEN = {"missing", "created", "not_run", "nondeterministic", "refused"}
 
 
 def check_details(run: Any, check: Any) -> dict:
-    """What the differences table needs beyond the Diff: pattern, relation, because, values."""
-    relation = getattr(getattr(check, "relation", None), "text", None)
+    """What the differences table needs beyond the Diff: pattern, relation, because, values.
+
+    ``because`` and ``samples`` are None except for differ checks; ``relation`` is the text of
+    a differ or expect check's relation.
+    """
     because = getattr(check, "because", None)
-    details = {"pattern": getattr(check, "pattern", None), "because": because}
-    details["relation"] = relation
-    details["samples"] = _samples(run, check) if because is not None else None
-    return details
+    return {
+        "pattern": getattr(check, "pattern", None),
+        "because": because,
+        "relation": getattr(getattr(check, "relation", None), "text", None),
+        "samples": _samples(run, check) if because is not None else None,
+    }
 
 
 def _samples(run: Any, check: Any) -> list[list[str]]:
@@ -78,6 +85,8 @@ def _samples(run: Any, check: Any) -> list[list[str]]:
 
 def value_summary(value: Any, limit: int = SAMPLE_ELEMENTS) -> str:
     """``float32[2] [4.0, 8.0]``, ``RuntimeError: ...``, ``True``: a value in one line."""
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
     if isinstance(value, np.ndarray):
         dtype = str(value.dtype)
         flat = value.reshape(-1)
@@ -92,7 +101,7 @@ def value_summary(value: Any, limit: int = SAMPLE_ELEMENTS) -> str:
 
 
 def _first_line(text: str, width: int) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    line = next(iter((text or "").strip().splitlines()), "")
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
@@ -168,16 +177,28 @@ def histogram_png(hist: tuple[int, ...], tone: str, ulps: int | None) -> bytes:
     figure_cls, canvas_cls = _load_matplotlib()
     buckets = max(len(hist), MIN_BUCKETS)
     counts = list(hist) + [0] * (buckets - len(hist))
-    fig = figure_cls(figsize=(2.8, 1.0), dpi=100)
+    fig = figure_cls(figsize=(2.8, 1.0), dpi=HISTOGRAM_DPI)
     canvas_cls(fig)
-    ax = fig.add_axes((0.12, 0.34, 0.85, 0.6))
+    ax = fig.add_axes((0.1, 0.3, 0.87, 0.64))
     colors = [_BIT_IDENTICAL if k == 0 else _TONES[tone] for k in range(buckets)]
     ax.bar(range(buckets), counts, width=0.8, color=colors)
     if ulps is not None:  # elements at or left of this line are within the ULP tolerance
         ax.axvline(ulps.bit_length() + 0.5, color="#555555", linestyle="--", linewidth=0.8)
     _style_axes(ax, buckets, max(counts))
+    return _small_png(fig)
+
+
+def _small_png(fig: Any) -> bytes:
+    """PNG bytes with a 64-colour palette (a third of the RGBA size) and no metadata chunks.
+
+    Pillow is a dependency of matplotlib, so it is there whenever the figure is.
+    """
+    from PIL import Image
+
+    fig.canvas.draw()
+    image = Image.fromarray(np.asarray(fig.canvas.buffer_rgba())).convert("RGB")
     out = io.BytesIO()
-    fig.savefig(out, format="png", metadata={"Software": None})
+    image.quantize(64, method=Image.Quantize.MEDIANCUT).save(out, format="PNG", optimize=True)
     return out.getvalue()
 
 
@@ -187,7 +208,10 @@ _TONES = {"ok": "#1565c0", "fail": "#c62828", "documented": "#6a1b9a"}
 
 def _style_axes(ax: Any, buckets: int, top: int) -> None:
     step = max(1, -(-buckets // 10))  # at most ten tick labels fit the small axis
-    ticks = list(range(0, buckets, step))
+    # Counted from the right, so the largest bucket (the worst elements) is always labelled.
+    ticks = list(range(buckets - 1, -1, -step))[::-1]
+    if ticks[0] > 1:
+        ticks.insert(0, 0)
     ax.set_xticks(ticks, [_tick_label(k) for k in ticks], fontsize=6)
     ax.set_xlim(-0.6, buckets - 0.4)
     ax.set_ylim(0, max(top, 1) * 1.1)
@@ -204,25 +228,29 @@ def histogram_html(row: TensorDiff, tone: str) -> str:
 
     ``tone`` colours the non-zero buckets: ``ok``, ``fail`` or ``documented`` (a differ check).
     """
-    if row.kind != "tensor" or not row.ulp_histogram:
+    if row.kind != "tensor" or row.status not in ("ok", "fail"):
         return ""
+    if not row.ulp_histogram:  # integer dtypes, or no pair of finite floats
+        return "<small>no ULP data</small>"
     alt = _e(histogram_alt(row))
     if not has_matplotlib():
-        return _css_histogram(row.ulp_histogram, alt)
+        return _css_histogram(row.ulp_histogram, tone, alt)
     png = histogram_png(tuple(row.ulp_histogram), tone, row.tol.ulps)
     uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
     return f'<img class="hist" src="{uri}" width="280" height="100" alt="{alt}" title="{alt}">'
 
 
-def _css_histogram(hist: Sequence[int], alt: str) -> str:
-    """The fallback: one CSS bar per bucket, heights relative to the largest."""
-    top = max(hist) or 1
+def _css_histogram(hist: Sequence[int], tone: str, alt: str) -> str:
+    """The fallback: one fixed-width CSS bar per bucket (padded like the PNG's axis)."""
+    counts = list(hist) + [0] * (MIN_BUCKETS - len(hist))
+    top = max(counts) or 1
     bars = "".join(
-        f'<span style="height:{max(1, round(60 * c / top)) if c else 0}px" '
+        f'<span class="{"b0" if k == 0 else tone}" style="height:{round(60 * c / top)}px" '
         f'title="{_e(bucket_label(k))} ulp: {c}"></span>'
-        for k, c in enumerate(hist)
+        for k, c in enumerate(counts)
     )
-    return f'<div class="cssbars" role="img" aria-label="{alt}" title="{alt}">{bars}</div>'
+    axis = f"<small>0 .. {_e(bucket_label(len(counts) - 1))} ulp, log2 buckets</small>"
+    return f'<div class="cssbars" role="img" aria-label="{alt}" title="{alt}">{bars}</div>{axis}'
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,7 +281,24 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") ->
 def _docstring_html(doc: str) -> str:
     """Paragraphs of a docstring, with its code spans as <code>."""
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", doc.strip()) if p.strip()]
-    return "".join(f"<p>{_inline_code(p)}</p>" for p in paragraphs)
+    return "".join(_paragraph_html(p) for p in paragraphs)
+
+
+def _paragraph_html(paragraph: str) -> str:
+    """A paragraph; its ``- item`` lines (continued by the lines below them) become a list."""
+    intro: list[str] = []
+    items: list[str] = []
+    for line in (line.strip() for line in paragraph.splitlines()):
+        if line.startswith("- "):
+            items.append(line[2:])
+        elif items:
+            items[-1] += " " + line
+        else:
+            intro.append(line)
+    text = f"<p>{_inline_code(' '.join(intro))}</p>" if intro else ""
+    if items:
+        text += "<ul>" + "".join(f"<li>{_inline_code(item)}</li>" for item in items) + "</ul>"
+    return text
 
 
 _CODE_SPAN = re.compile(r"``(.+?)``|`([^`]+?)`", re.S)
@@ -333,6 +378,7 @@ def _row_details(row: TensorDiff, labels: tuple[str, str]) -> str:
 def render_cases_html(results: Sequence[dict], *, title: str = "Conformance report") -> str:
     """The whole page for a case run (``results`` are ``report.case_data`` dicts)."""
     sections = [
+        _NAV,
         _summary_section(results),
         _environment_section(results),
         _divergences_section(results),
@@ -345,7 +391,7 @@ def render_cases_html(results: Sequence[dict], *, title: str = "Conformance repo
 
 def render_diffs_html(diffs: Sequence[Diff], *, meta: Mapping | None = None) -> str:
     """A page for plain comparisons (file mode): the meta, then one table per Diff."""
-    meta_rows = [(_e(k), f"<code>{_e(v)}</code>") for k, v in (meta or {}).items()]
+    meta_rows = [(_e(k), f"<code>{_e(_env_text(v))}</code>") for k, v in (meta or {}).items()]
     body = "<section><h2>Comparisons</h2>"
     body += _table([], meta_rows, "meta") if meta_rows else ""
     body += "".join(diff_html(d) for d in diffs) + "</section>"
@@ -363,6 +409,11 @@ def _page(title: str, ok: bool, body: str) -> str:
     )
 
 
+_NAV = (
+    '<nav><a href="#summary">Summary</a> · <a href="#environment">Environment</a> · '
+    '<a href="#differences">Differences by design</a> · <a href="#goldens">Goldens</a> · '
+    '<a href="#cases">Cases</a></nav>'
+)
 _NO_MATPLOTLIB = (
     '<p class="note">matplotlib is not installed, so the ULP histograms are drawn as plain HTML '
     "bars. Install the <code>report</code> extra for the images.</p>"
@@ -496,6 +547,8 @@ def _env_text(value: Any) -> str:
     """Compact text for an env value; BLAS pools as ``openblas 0.3 Haswell pthreads x2``."""
     if isinstance(value, list) and all(isinstance(v, dict) for v in value):
         return "; ".join(_pool_text(v) for v in value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ", ".join(value)
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
@@ -514,17 +567,19 @@ def _distinct(column: Sequence[tuple[dict, str]], key: str) -> dict[str, list[st
 
 
 def _env_cell(column: Sequence[tuple[dict, str]], key: str, reference: dict[str, list[str]]) -> str:
+    """Each distinct value, marked when the torch side of this run has not got it."""
     seen = _distinct(column, key)
-    if not seen:
-        return ""
-    changed = set(seen) != set(reference)
-    if len(seen) == 1:
-        text = f"<code>{_e(next(iter(seen)))}</code>"
-    else:  # several values in one column: say where each came from
-        text = "<br>".join(
-            f"<code>{_e(v)}</code> <small>({_e(', '.join(w))})</small>" for v, w in seen.items()
-        )
-    return f'<span class="changed">{text}</span>' if changed else text
+    parts = []
+    for value, where in seen.items():
+        text = f"<code>{_e(value)}</code>"
+        if len(seen) > 1:  # several values in one column: say where each came from
+            text += f" <small>({_e(_places(where))})</small>"
+        parts.append(text if value in reference else f'<span class="changed">{text}</span>')
+    return "<br>".join(parts)
+
+
+def _places(where: Sequence[str], named: int = 3) -> str:
+    return ", ".join(where) if len(where) <= named else f"{len(where)} files"
 
 
 # -- differences by design
@@ -552,8 +607,10 @@ def _divergence_row(case: str, check: dict) -> list[str]:
     topic = f'<a href="#case-{_slug(case)}">{_e(case)}</a><br><code>{_e(pattern)}</code>'
     # The columns are PyTorch / engine even when a check lists the engine first.
     torch_i = 0 if labels[0].startswith("torch") or not labels[1].startswith("torch") else 1
-    sides = [_side_cell(labels[i], samples, i + 1) for i in (torch_i, 1 - torch_i)]
-    reason = f"<code>{_e(check.get('because') or '')}</code>"
+    sides = [_side_cell(labels[i], samples, i + 1, pattern) for i in (torch_i, 1 - torch_i)]
+    # <wbr> lets a long dotted path break at its dots, not inside a name.
+    because = _e(check.get("because") or "").replace(".", ".<wbr>")
+    reason = f"<code>{because}</code>"
     if check["documented_by"]:
         reason += f"<br>{_inline_code(check['documented_by'])}"
     status = _badge(check["ok"], "holds", "FAIL")
@@ -561,9 +618,11 @@ def _divergence_row(case: str, check: dict) -> list[str]:
     return [topic, *sides, _e(check.get("relation") or ""), reason, status]
 
 
-def _side_cell(label: str, samples: Sequence[Sequence[str]], column: int) -> str:
+def _side_cell(label: str, samples: Sequence[Sequence[str]], column: int, pattern: str) -> str:
     prefix = label.partition(":")[2]
     where = f"<small>{_e(label)}</small><br>" if prefix else ""
+    if len(samples) == 1 and samples[0][0] == pattern:  # the topic already names the key
+        return where + f"<code>{_e(samples[0][column])}</code>"
     lines = [f"<code>{_e(s[0])}</code> = <code>{_e(s[column])}</code>" for s in samples]
     return where + "<br>".join(lines)
 
@@ -573,20 +632,33 @@ def _side_cell(label: str, samples: Sequence[Sequence[str]], column: int) -> str
 
 def _golden_section(results: Sequence[dict]) -> str:
     goldens = [(d["case"], g) for d in results for g in d["goldens"]]
-    rows = [_golden_row(case, g) for case, g in goldens]
+    # Byte-identical goldens are the usual case: name them in one line, tabulate the rest.
+    same = [f"{case}/{g['side']}" for case, g in goldens if g["status"] == "identical"]
+    others = [(case, g) for case, g in goldens if g["status"] != "identical"]
     head = ["case", "side", "status", "message", "changed keys", "max|diff|", "max ulp"]
-    tables = "".join(
+    parts = [_GOLDEN_INTRO]
+    if not goldens:
+        parts.append("<p>No goldens checked.</p>")
+    if same:
+        parts.append(
+            f"<details><summary>{len(same)} of {len(goldens)} goldens are byte-identical to "
+            f"this run's output</summary><p>{_e(', '.join(same))}</p></details>"
+        )
+    if others:
+        parts.append(_table(head, [_golden_row(case, g) for case, g in others], "goldens"))
+    parts += [
         f'<h3 id="golden-{_slug(case)}-{_slug(g["side"])}">{_e(case)}/{_e(g["side"])}: '
         f"{_e(g['status'])}</h3>{diff_html(g['diff'])}"
-        for case, g in goldens
+        for case, g in others
         if g["diff"] is not None
-    )
-    intro = (
-        "<p>Fresh output against the committed <code>golden/&lt;case&gt;/&lt;side&gt;.json</code>: "
-        "which values changed and by how much.</p>"
-    )
-    table = _table(head, rows, "goldens") if rows else "<p>No goldens checked.</p>"
-    return f'<section id="goldens"><h2>Goldens</h2>{intro}{table}{tables}</section>'
+    ]
+    return f'<section id="goldens"><h2>Goldens</h2>{"".join(parts)}</section>'
+
+
+_GOLDEN_INTRO = (
+    "<p>This run's output against the committed "
+    "<code>golden/&lt;case&gt;/&lt;side&gt;.json</code>: which values changed and by how much.</p>"
+)
 
 
 def _golden_row(case: str, g: dict) -> list[str]:
@@ -635,7 +707,9 @@ def _check_html(check: dict) -> str:
     message = _e(check["message"])
     if check["documented_by"]:
         because = f"<code>{_e(check.get('because') or '')}</code>"
-        message += f"<br><small>documented by {because}: {_inline_code(check['documented_by'])}</small>"
+        message += (
+            f"<br><small>documented by {because}: {_inline_code(check['documented_by'])}</small>"
+        )
     table = ""
     if check["diff"] is not None:
         table = diff_html(check["diff"], check["kind"] == "differ")
@@ -665,12 +739,16 @@ th,td{border:1px solid #d0d7de;padding:3px 7px;text-align:left;vertical-align:to
 th{background:#f6f8fa;font-weight:600}
 table.diff td:nth-child(n+3):nth-child(-n+6){text-align:right;white-space:nowrap}
 table.diff td:last-child{padding:1px;text-align:center}
-table.divergences td{max-width:330px;overflow-wrap:anywhere}
-table.divergences td:first-child{min-width:150px;overflow-wrap:normal}
+table.divergences{width:100%;table-layout:fixed}table.divergences td{overflow-wrap:anywhere}
+table.divergences th:nth-child(1){width:13%}table.divergences th:nth-child(2),
+table.divergences th:nth-child(3){width:25%}table.divergences th:nth-child(4){width:14%}
+table.divergences th:nth-child(5){width:17%}table.divergences th:nth-child(6){width:6%}
+.difftable{overflow-x:auto}
+table.env{width:100%;table-layout:fixed}table.env th:first-child{width:10%}
 table.diff td code{overflow-wrap:anywhere}table.diff td:nth-child(8),
 table.diff td:nth-child(9){max-width:320px}
-.badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;
-vertical-align:middle}.badge.ok{background:#2e7d32;color:#fff}
+.badge{display:inline-block;white-space:nowrap;padding:0 7px;border-radius:9px;font-size:12px;
+font-weight:600;vertical-align:middle}.badge.ok{background:#2e7d32;color:#fff}
 .badge.fail{background:#c62828;color:#fff}
 .ok{color:#2e7d32}.fail{color:#c62828}.documented{color:#6a1b9a}li.ok,li.fail{color:inherit}
 li.fail::marker{color:#c62828}
@@ -679,7 +757,9 @@ li.fail::marker{color:#c62828}
 .hint,small{color:#57606a}.doc{max-width:900px}.doc p{margin:6px 0}
 .case{border-top:1px solid #eee;margin-top:18px}.msg{margin:2px 0 4px}
 .verdict{margin:6px 0 2px;color:#57606a}details summary{cursor:pointer;color:#57606a;font-size:12px}
-img.hist{display:block}
-.cssbars{display:flex;align-items:flex-end;gap:2px;height:64px;padding:2px 4px;min-width:120px}
-.cssbars span{flex:1;background:#1565c0;min-width:4px}.cssbars span:first-child{background:#2e7d32}
+img.hist{display:block;margin:0 auto}nav{margin:0 0 8px;color:#57606a}
+.cssbars{display:flex;align-items:flex-end;gap:2px;height:62px;padding:0 4px;
+border-bottom:1px solid #333;width:max-content}.cssbars span{width:9px;background:#1565c0}
+.cssbars span.b0{background:#2e7d32}.cssbars span.fail{background:#c62828}
+.cssbars span.documented{background:#6a1b9a}
 """

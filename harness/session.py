@@ -6,17 +6,19 @@ per check, one golden per side) run the experiment once.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import golden, report
 from harness.case import (
+    CASES_DIR,
     GOLDEN_DIR,
     OUT_DIR,
     SIDES,
@@ -26,6 +28,7 @@ from harness.case import (
     CaseRun,
     Check,
     CheckResult,
+    case_paths,
     discover,
     evaluate,
     run_case,
@@ -73,7 +76,9 @@ def outcome_for(
 ) -> CaseOutcome:
     key = (str(case.path), update, force)
     if key not in _CACHE:
-        _CACHE[key] = compute_outcome(case, update=update, force=force, golden_dir=golden_dir, out_dir=out_dir)
+        _CACHE[key] = compute_outcome(
+            case, update=update, force=force, golden_dir=golden_dir, out_dir=out_dir
+        )
     return _CACHE[key]
 
 
@@ -88,17 +93,26 @@ def compute_outcome(
     run = run_case(case, out_dir)
     checks = evaluate(run)
     agrees_hold = all(r.ok for r in checks if isinstance(r.check, Agree))
-    goldens = {side: _golden_for(run, side, update, force, agrees_hold, golden_dir) for side in SIDES}
+    goldens = {
+        side: _golden_for(run, side, update, force, agrees_hold, golden_dir) for side in SIDES
+    }
     return CaseOutcome(run, checks, goldens)
 
 
-def _golden_for(run: CaseRun, side: str, update: bool, force: bool, agrees_hold: bool, golden_dir: Path) -> GoldenResult:
+def _golden_for(
+    run: CaseRun, side: str, update: bool, force: bool, agrees_hold: bool, golden_dir: Path
+) -> GoldenResult:
     name = run.case.name
     if run.error:
         return GoldenResult(name, side, "not_run", False, run.error)
     if side in run.nondeterministic:
-        message = f"{side} side is non-deterministic: two runs in one process differ (not a conformance failure)"
-        return GoldenResult(name, side, "nondeterministic", False, message, run.nondeterministic[side])
+        message = (
+            f"{side} side is non-deterministic: two runs in one process differ"
+            " (not a conformance failure)"
+        )
+        return GoldenResult(
+            name, side, "nondeterministic", False, message, run.nondeterministic[side]
+        )
     text, values = run.texts[side], run.values[side]
     if not update:
         return golden.check_golden(run.case, side, text, values, golden_dir)
@@ -112,29 +126,55 @@ def _golden_for(run: CaseRun, side: str, update: bool, force: bool, agrees_hold:
 # The command line: `python compare.py [--case NAME ...]`
 
 
+@dataclass(frozen=True)
+class Dirs:
+    """Where a case run reads cases and writes ``out/`` and goldens (tests use temp folders)."""
+
+    cases: Path = CASES_DIR
+    golden: Path = GOLDEN_DIR
+    out: Path = OUT_DIR
+
+    @classmethod
+    def from_args(cls, args: Any) -> Dirs:
+        given = {
+            "cases": getattr(args, "cases_dir", None),
+            "golden": getattr(args, "golden_dir", None),
+            "out": getattr(args, "out", None),
+        }
+        return cls(**{name: Path(value) for name, value in given.items() if value})
+
+
 def select_shard(cases: Sequence[Case], shard: str | None) -> list[Case]:
-    """``K/N``: the K-th of N interleaved slices (1-based), stable across machines."""
-    if not shard:
+    """``K/N``: the K-th of N interleaved slices (1-based) of the cases in name order.
+
+    Interleaving spreads neighbouring (often similarly slow) cases over the shards; the slice
+    depends only on the sorted case names, so every machine of a CI matrix agrees on it.
+    """
+    if shard is None:
         return list(cases)
     k, n = parse_shard(shard)
     return [c for i, c in enumerate(cases) if i % n == k - 1]
 
 
 def parse_shard(shard: str) -> tuple[int, int]:
-    try:
-        k, n = (int(part) for part in shard.split("/"))
-    except ValueError:
-        raise CaseDefinitionError(f"--shard {shard!r}: expected K/N, for example 1/4") from None
+    parts = shard.split("/")
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        raise CaseDefinitionError(
+            f"--shard {shard!r}: expected K/N with whole numbers, for example 1/4"
+        )
+    k, n = int(parts[0]), int(parts[1])
     if not 1 <= k <= n:
-        raise CaseDefinitionError(f"--shard {shard!r}: K must be between 1 and N")
+        raise CaseDefinitionError(f"--shard {shard!r}: K must be between 1 and N (1 <= K <= N)")
     return k, n
 
 
-def _summarize(name: str, update: bool, force: bool) -> dict[str, Any]:
+def _summarize(name: str, update: bool, force: bool, dirs: Dirs = Dirs()) -> dict[str, Any]:
     """Worker entry: run one case by name; return picklable report data and text."""
-    (case,) = discover([name])
+    (case,) = discover([name], dirs.cases)
     started = time.perf_counter()
-    outcome = compute_outcome(case, update=update, force=force)
+    outcome = compute_outcome(
+        case, update=update, force=force, golden_dir=dirs.golden, out_dir=dirs.out
+    )
     data = report.case_data(outcome)
     data["seconds"] = time.perf_counter() - started
     data["text"] = report.render_case(outcome)
@@ -143,42 +183,59 @@ def _summarize(name: str, update: bool, force: bool) -> dict[str, Any]:
 
 def main_run(case_names: Sequence[str], args: Any) -> int:
     """Run cases, print their reports and a verdict; write the requested report files."""
+    dirs = Dirs.from_args(args)
+    if not dirs.cases.is_dir():
+        print(f"compare.py: error: {dirs.cases}: no such folder of case files", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        cases = select_shard(discover(list(case_names)), getattr(args, "shard", None))
+        cases = select_shard(discover(list(case_names), dirs.cases), getattr(args, "shard", None))
     except CaseDefinitionError as exc:
-        print(f"compare.py: {exc}", file=sys.stderr)
+        print(f"compare.py: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     update, force = bool(getattr(args, "update_golden", False)), bool(getattr(args, "force", False))
-    results = _run_all([c.name for c in cases], update, force, int(getattr(args, "jobs", 1) or 1))
+    jobs = int(getattr(args, "jobs", 1) or 1)
+    results = _run_all([c.name for c in cases], update, force, jobs, dirs)
     for data in results:
         print(data["text"])
-    stale = golden.stale_goldens(GOLDEN_DIR, {p.stem for p in _all_case_paths()})
+    stale = golden.stale_goldens(dirs.golden, {p.stem for p in case_paths(dirs.cases)})
     summary = report.render_summary(results, stale)
     print(summary)
     report.write_requested(results, args)
     return EXIT_OK if all(d["ok"] for d in results) else EXIT_FAIL
 
 
-def _all_case_paths() -> list[Path]:
-    from harness.case import case_paths
+def _worker_context() -> multiprocessing.context.BaseContext:
+    """Workers forked from a clean server process, never from this one.
 
-    return case_paths()
+    Forking a process whose torch / OpenMP thread pools are running can deadlock the child
+    (pytest, or a caller that ran cases first, may have started them). The fork server
+    imports torch once, before any pool exists, so each worker still starts in milliseconds.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["harness.session", "torch"])
+    return context
 
 
-def _run_all(names: list[str], update: bool, force: bool, jobs: int) -> list[dict[str, Any]]:
+def _run_all(
+    names: list[str], update: bool, force: bool, jobs: int, dirs: Dirs
+) -> list[dict[str, Any]]:
+    """Run the cases, in ``jobs`` worker processes when there is more than one.
+
+    Workers never share a file: each case writes only ``out/<case>/`` and
+    ``golden/<case>/``, every write is atomic (unique temporary file, then rename), and
+    results come back in case order whatever order the workers finish in.
+    """
     progress = report.Progress(len(names), stream=sys.stderr)
     if jobs <= 1 or len(names) <= 1:
         results = []
         for name in names:
-            results.append(_summarize(name, update, force))
+            results.append(_summarize(name, update, force, dirs))
             progress.advance(results[-1])
         return results
     by_name: dict[str, dict[str, Any]] = {}
     workers = min(jobs, len(names), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(_summarize, n, update, force): n for n in names}
-        from concurrent.futures import as_completed
-
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:
+        futures = {pool.submit(_summarize, n, update, force, dirs): n for n in names}
         for future in as_completed(futures):
             data = future.result()
             by_name[futures[future]] = data

@@ -109,7 +109,7 @@ def test_summary_counts_and_names_failures():
     ]
 
 
-def test_case_reports_json_validates_and_markdown_has_one_row_per_tensor(tmp_path, capsys):
+def test_case_reports_json_validates_and_markdown_has_one_row_per_tensor(tmp_path):
     results = [{**case_data(outcome()), "seconds": 0.5}]
     doc = cases_json(results)
     assert schema_errors(doc) == []
@@ -118,7 +118,9 @@ def test_case_reports_json_validates_and_markdown_has_one_row_per_tensor(tmp_pat
     md = cases_markdown(results)
     assert md.count("| `g` |") == 2  # one table row per tensor of each check
     args = NS(
-        json=str(tmp_path / "r.json"), markdown=str(tmp_path / "r.md"), html=str(tmp_path / "r.html")
+        json=str(tmp_path / "r.json"),
+        markdown=str(tmp_path / "r.md"),
+        html=str(tmp_path / "r.html"),
     )
     write_requested(results, args)
     assert json.loads((tmp_path / "r.json").read_text())["schema"] == "conformance-report/1"

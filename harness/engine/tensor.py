@@ -157,6 +157,10 @@ class Tensor:
 
     `_data` is the NumPy array, `device` the device, `_node` the autodiff node (None on the
     plain device). Build tensors with `from_floats`, `from_ints`, `from_numpy`, `zeros`...
+
+    PyTorch difference: PyTorch's in-place ops (`a += 1`, `a[1:] *= 2`, `clamp_`) change what
+    every alias and view of the storage sees. Here no op mutates a value: `a += 1` rebinds `a`
+    to a new tensor, and other handles keep the old values.
     """
 
     __slots__ = ("_data", "_node", "device")
@@ -278,7 +282,11 @@ class Tensor:
         return self._data.size
 
     def numpy(self) -> np.ndarray:
-        """A read-only view of the values: callers cannot mutate the engine's state."""
+        """A read-only view of the values: callers cannot mutate the engine's state.
+
+        PyTorch difference: `torch.Tensor.numpy()` shares memory, so writing into the array
+        changes the tensor; here the view is read-only and a write raises.
+        """
         view = self._data.view()
         view.flags.writeable = False
         return view
@@ -327,6 +335,9 @@ class Tensor:
 
         No-op on a marked leaf; an untracked tensor becomes a marked leaf with the same node id;
         an op output (an intermediate) raises. On the plain device it is a no-op, as in burn.
+
+        PyTorch difference: `requires_grad_()` on a non-leaf that already requires grad returns
+        it unchanged (only `requires_grad_(False)` raises); here marking an intermediate raises.
         """
         node = self._node
         if node is None or node.requirement is GRAD:
@@ -396,7 +407,10 @@ class Tensor:
         PyTorch differences: PyTorch reads `.grad`, an attribute that accumulates; reading it on
         a non-leaf warns and `retain_grad()` keeps it. Here the gradient is looked up in the
         container one `backward()` returned; an intermediate's entry is dropped as soon as its
-        step has run, None comes back without a warning, and there is no `retain_grad`.
+        step has run, None comes back without a warning, and there is no `retain_grad`. On a
+        tensor of the plain device it raises ("Requires autodiff tensor.") where PyTorch's
+        `.grad` is None. A param updated by an optimizer is a new node, so an older container
+        has no entry for it (PyTorch's updated param still shows its `.grad`).
         """
         g = grads._grads.get(self._require_autodiff_node().id)
         return None if g is None else Tensor(g, _PLAIN, None)

@@ -3,7 +3,8 @@
 A *cell* is (op, dtype, shape, value set). In each cell both frameworks get the same inputs;
 forward values are compared after the pair's declared layout mapping, raw output shapes are
 compared separately, and vector-Jacobian products are compared for every float input: the
-engine computes `(out * cot).sum().backward()`, PyTorch `autograd.grad(out, inputs, cot)`,
+engine backpropagates from `<out, cot>` (`_seeded`), PyTorch runs `autograd.grad(out, inputs,
+cot)`,
 with one seeded random cotangent per cell. Tolerances come from `harness.tolerances`, the
 statistics from `harness.diff`. A comparison that disagrees is "declared" when
 `harness.ops.divergences` lists it, else a failure; a declaration that stops diverging fails.
@@ -25,18 +26,29 @@ from typing import Any
 import numpy as np
 import torch
 
+from harness.case import OUT_DIR
 from harness.diff import TensorDiff, diff_arrays
 from harness.engine import AutodiffError, Device, Tensor
 from harness.ops import divergences as div_table
 from harness.ops.opinion import Opinion, opinion_json, render_opinion, third_opinion
-from harness.ops.registry import BOOL, FLOAT, INDEX, INT, PAIRS, OpPair, ShapeCase, pair
+from harness.ops.registry import (
+    BOOL,
+    FLOAT,
+    INDEX,
+    INT,
+    PAIRS,
+    OpPair,
+    ShapeCase,
+    pair,
+    template_args,
+)
 from harness.tolerances import TABLE_VERSION, default_tolerance
 
 DTYPES = ("float32", "float64")
 VALUESETS = ("random", "kinks", "specials")
 PASS, DECLARED, FAIL = "pass", "declared", "fail"
 DEVICE = Device.flex().autodiff()
-OUT_JSON = Path("out/ops.json")
+OUT_JSON = OUT_DIR / "ops.json"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,17 +68,13 @@ _NAMESPACE = {"torch": torch, "Tensor": Tensor}
 _COMPILED: dict[tuple[str, str], Compiled] = {}
 
 
-def template_args(p: OpPair, dtype: str, names: dict[str, str] | None = None) -> dict:
-    """Values for a template's fields: input names (or the caller's variable names), the
-    dtype, the other float dtype, and the pair's parameters."""
-    other = "float64" if dtype == "float32" else "float32"
-    args = {n: n for n in ("a", "b", "m", "i")}
-    args.update(names or {})
-    return {**args, "dtype": dtype, "other": other, **p.params}
-
-
 def compile_pair(p: OpPair, dtype: str) -> Compiled:
-    """Compile (once) the engine, torch and layout templates of `p` for `dtype`."""
+    """Compile (once) the engine, torch and layout templates of `p` for `dtype`.
+
+    The templates are this package's own source text (the registry), never user input; they
+    are compiled rather than written as lambdas so that the fuzzer can print the very text
+    the matrix runs.
+    """
     key = (p.name, dtype)
     if key not in _COMPILED:
         args = template_args(p, dtype)
@@ -168,19 +176,35 @@ def _as_tuple(out) -> tuple:
 
 
 def _cotangents(outputs: Sequence[np.ndarray], key: str) -> list[np.ndarray | None]:
-    """One seeded normal cotangent per float output (None for bool/int outputs)."""
+    """One seeded normal cotangent per float output (None for bool/int outputs).
+
+    Values are rounded to float32 first, so a float32 cell and its float64 third opinion use
+    exactly the same cotangent."""
     rng = cell_rng(key, "cot")
     cots = []
     for out in outputs:
         if out.dtype.kind == "f":
-            cots.append(rng.standard_normal(out.shape).astype(out.dtype))
+            cots.append(rng.standard_normal(out.shape).astype(np.float32).astype(out.dtype))
         else:
             cots.append(None)
     return cots
 
 
+def _seeded(out: Tensor, cot: Tensor, op: str) -> Tensor:
+    """A root whose backward sends exactly `cot` into `out`, through rules other than `op`'s.
+
+    The seed path must not share a rule with the op under test: with a sign-flipped `mul`,
+    `(out * cot).sum()` would flip the seed too and the two flips would cancel. The default
+    path is reshape + matmul (`[1, n] @ [n, 1]`: the rule multiplies by 1, exactly); the ops
+    it uses are tested through `(out * cot).sum()` instead.
+    """
+    if op in ("reshape", "matmul"):
+        return (out * cot).sum()
+    return out.reshape([1, -1]).matmul(cot.reshape([-1, 1]))
+
+
 def run_engine(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) -> SideRun:
-    """Forward, then the VJP `(sum_k out_k * cot_k).backward()` for every float input."""
+    """Forward, then the VJP with the cell's cotangent (see `_seeded`) for every float input."""
     run = SideRun()
     try:
         tensors = {}
@@ -193,7 +217,7 @@ def run_engine(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) -
         loss = None
         for out, cot in zip(outs, _cotangents(run.outputs, key), strict=True):
             if cot is not None:
-                term = (out * Tensor.from_numpy(cot, DEVICE)).sum()
+                term = _seeded(out, Tensor.from_numpy(cot, DEVICE), p.op)
                 loss = term if loss is None else loss + term
         try:
             grads = loss.backward() if loss is not None else None
@@ -232,7 +256,9 @@ def run_torch(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) ->
             grads = torch.autograd.grad(
                 [o for o, _ in diff_outs],
                 inputs,
-                grad_outputs=[torch.from_numpy(c.astype(o.detach().numpy().dtype)) for o, c in diff_outs],
+                grad_outputs=[
+                    torch.from_numpy(c.astype(o.detach().numpy().dtype)) for o, c in diff_outs
+                ],
                 allow_unused=True,
             )
         for name, g in zip(p.float_inputs, grads, strict=True):
@@ -268,7 +294,8 @@ def _compare_values(key: str, t: np.ndarray | None, e: np.ndarray | None) -> Com
     if t is None and e is None:
         return Comparison(key, True, "no gradient on either side")
     if t is None or e is None:
-        return Comparison(key, False, f"no gradient on the {'torch' if t is None else 'engine'} side")
+        side = "torch" if t is None else "engine"
+        return Comparison(key, False, f"no gradient on the {side} side", values=(t, e))
     tol = default_tolerance(t.dtype.name)
     row = diff_arrays(t, e, tol, key=key)
     return Comparison(key, row.ok, "" if row.ok else _row_note(row), row, values=(t, e))
@@ -403,10 +430,15 @@ def apply_divergences(
             matched.setdefault(found, []).append(comp)
         if comp.ok:
             comp.status = PASS
-        elif found is not None:
+        elif found is None:
+            comp.status = FAIL
+        elif found.relation is None or (
+            comp.values is not None and found.relation.holds(*comp.values)
+        ):
             comp.status, comp.reason = DECLARED, found.reason
         else:
             comp.status = FAIL
+            comp.note += f" (declared {found.pattern}, but not '{found.relation.text}')"
     vanished = [d for d, cs in matched.items() if all(c.ok for c in cs)]
     return list(matched), vanished
 
@@ -484,7 +516,9 @@ def render_table(result: MatrixResult, *, details: bool = True) -> str:
         for d in dtypes:
             item = by_key[(op, d)]
             n = item.counts
-            cells.append(f"{item.status:<9}{n[PASS]:>3}/{n[DECLARED]:>2}/{n[FAIL]:>2} ({item.cells} cells)")
+            cells.append(
+                f"{item.status:<9}{n[PASS]:>3}/{n[DECLARED]:>2}/{n[FAIL]:>2} ({item.cells} cells)"
+            )
         lines.append(f"{op:<{width}}" + "".join(f"{c:<31}" for c in cells))
     lines.append("(counts: comparisons pass/declared/fail)")
     if details:
@@ -515,15 +549,14 @@ def _details(result: MatrixResult) -> list[str]:
 
 
 def _summary(result: MatrixResult) -> str:
-    totals = {PASS: 0, DECLARED: 0, FAIL: 0}
-    for item in result.items:
-        for k, v in item.counts.items():
-            totals[k] += v
-    cells = sum(i.cells for i in result.items)
+    t = _totals(result)
+    n = t["pass_comparisons"] + t["declared_comparisons"] + t["fail_comparisons"]
     verdict = "OK" if result.ok else "FAIL"
     return (
-        f"{len(result.items)} items, {cells} cells, {sum(totals.values())} comparisons: "
-        f"{totals[PASS]} pass, {totals[DECLARED]} declared, {totals[FAIL]} fail -> {verdict}"
+        f"{t['items']} items ({t['pass_items']} pass, {t['declared_items']} declared, "
+        f"{t['fail_items']} fail), {t['cells']} cells, {n} comparisons: "
+        f"{t['pass_comparisons']} pass, {t['declared_comparisons']} declared, "
+        f"{t['fail_comparisons']} fail -> {verdict}"
     )
 
 
@@ -533,9 +566,26 @@ def matrix_json(result: MatrixResult) -> dict:
         "format": "ops-matrix/1",
         "tolerance_table_version": TABLE_VERSION,
         "ok": result.ok,
+        "summary": _totals(result),
         "items": [_item_json(i) for i in result.items],
+        "declarations": [
+            {
+                "pattern": d.pattern,
+                "reason": d.reason,
+                "relation": d.relation.text if d.relation else None,
+            }
+            for d in div_table.DIVERGENCES
+        ],
         "unused_declarations": [d.pattern for d in result.unused],
     }
+
+
+def _totals(result: MatrixResult) -> dict:
+    totals = {"items": len(result.items), "cells": sum(i.cells for i in result.items)}
+    for status in (PASS, DECLARED, FAIL):
+        totals[f"{status}_items"] = sum(i.status == status for i in result.items)
+        totals[f"{status}_comparisons"] = sum(i.counts[status] for i in result.items)
+    return totals
 
 
 def _item_json(item: ItemResult) -> dict:
@@ -557,6 +607,12 @@ def _item_json(item: ItemResult) -> dict:
             if c.status != PASS
         ],
         "vanished": [d.pattern for d in item.vanished],
+        # With --opinion all, passing float32 comparisons carry an opinion too.
+        "opinions_of_passing": [
+            {"key": c.key, "opinion": opinion_json(c.opinion)}
+            for c in item.comparisons
+            if c.status == PASS and c.opinion is not None
+        ],
     }
 
 
@@ -579,11 +635,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.ops", description=__doc__)
     parser.add_argument("--ops", help="comma-separated op names (default: all)")
     parser.add_argument("--dtypes", default=",".join(DTYPES))
-    parser.add_argument("--json", type=Path, default=OUT_JSON, help="default: out/ops.json")
-    parser.add_argument("--opinion", choices=("fail", "all"), default="fail",
-                        help="float64 third opinion for failing float32 checks, or for all")
-    parser.add_argument("--inject-flip", metavar="OP",
-                        help="demo: flip the sign of OP's backward rule for this run")
+    parser.add_argument("--json", type=Path, default=OUT_JSON, help="default: <repo>/out/ops.json")
+    parser.add_argument(
+        "--opinion",
+        choices=("fail", "all"),
+        default="fail",
+        help="float64 third opinion for failing float32 checks, or for all",
+    )
+    parser.add_argument(
+        "--inject-flip", metavar="OP", help="demo: flip the sign of OP's backward rule for this run"
+    )
     args = parser.parse_args(argv)
     names = args.ops.split(",") if args.ops else None
     dtypes = tuple(args.dtypes.split(","))

@@ -74,6 +74,28 @@ class OpPair:
         return tuple(i.name for i in self.inputs if i.kind == FLOAT)
 
 
+def template_args(
+    p: OpPair, dtype: str, names: dict[str, str] | None = None, params: dict | None = None
+) -> dict:
+    """Values for a template's fields: input names (or the caller's variable names), the
+    dtype, the other float dtype, and the parameters (the pair's, overridden by `params`)."""
+    other = "float64" if dtype == "float32" else "float32"
+    args = {n: n for n in ("a", "b", "m", "i")}
+    args.update(names or {})
+    return {**args, "dtype": dtype, "other": other, **p.params, **(params or {})}
+
+
+def render(
+    p: OpPair, dtype: str, names: dict[str, str], params: dict | None = None
+) -> tuple[str, str]:
+    """(engine expression, torch expression mapped to the engine's layout) as source text."""
+    args = template_args(p, dtype, names, params)
+    torch_expr = p.torch_layout.format(out=f"({p.torch.format(**args)})")
+    if p.torch_layout == "{out}":
+        torch_expr = p.torch.format(**args)
+    return p.engine.format(**args), torch_expr
+
+
 def _menu(*entries: tuple[str, tuple]) -> tuple[ShapeCase, ...]:
     return tuple(ShapeCase(id_, tuple(tuple(s) for s in shapes)) for id_, shapes in entries)
 
@@ -153,9 +175,7 @@ PAIRS: tuple[OpPair, ...] = (
     _unary("rsub_scalar", f"{{a}}.rsub_scalar({SCALAR})", f"{SCALAR} - {{a}}"),
     _unary("mul_scalar", f"{{a}}.mul_scalar({SCALAR})", f"{{a}} * {SCALAR}"),
     _unary("div_scalar", f"{{a}}.div_scalar({SCALAR})", f"{{a}} / {SCALAR}"),
-    _unary(
-        "rdiv_scalar", f"{{a}}.rdiv_scalar({SCALAR})", f"{SCALAR} / {{a}}", domain="nonzero"
-    ),
+    _unary("rdiv_scalar", f"{{a}}.rdiv_scalar({SCALAR})", f"{SCALAR} / {{a}}", domain="nonzero"),
     _unary("recip", "{a}.recip()", "torch.reciprocal({a})", domain="nonzero"),
     _unary("powi_scalar", "{a}.powi_scalar(3)", "torch.pow({a}, 3)", kinks=ZERO_KINKS),
     _unary(
@@ -323,9 +343,18 @@ PAIRS: tuple[OpPair, ...] = (
     ),
     _unary("lower_elem", "{a}.lower_elem(0.0)", "torch.lt({a}, 0.0)", domain="grid"),
     _unary("lower_equal_elem", "{a}.lower_equal_elem(0.0)", "torch.le({a}, 0.0)", domain="grid"),
-    OpPair("bool_not", "bool_not", "{a}.bool_not()", "torch.logical_not({a})", (Input("a", BOOL),), UNARY),
+    OpPair(
+        "bool_not",
+        "bool_not",
+        "{a}.bool_not()",
+        "torch.logical_not({a})",
+        (Input("a", BOOL),),
+        UNARY,
+    ),
     _unary("int", "{a}.int()", "{a}.to(torch.int64)", specials=False),
-    OpPair("float", "float", "{a}.float('{dtype}')", "{a}.to(torch.{dtype})", (Input("a", INT),), UNARY),
+    OpPair(
+        "float", "float", "{a}.float('{dtype}')", "{a}.to(torch.{dtype})", (Input("a", INT),), UNARY
+    ),
     _unary("zeros_like", "{a}.zeros_like()", "torch.zeros_like({a})"),
     _unary("ones_like", "{a}.ones_like()", "torch.ones_like({a})"),
     _unary("full_like", "{a}.full_like(2.5)", "torch.full_like({a}, 2.5)"),

@@ -1,0 +1,306 @@
+"""compare.py A B on hostile input: every run ends in exit 0, 1 or 2, never a traceback.
+
+Hypothesis writes two files per example (format-1 documents, loose JSON from other programs,
+damaged bytes, empty files, folders) and runs ``compare.main`` in-process. The contract:
+
+- exit 0 or 1: a table ending in the verdict line, and every stderr line is one warning;
+- exit 2: nothing on stdout and exactly one stderr line naming the offending file.
+
+The codec's own hostile tests (test_record_robust.py) hammer the reader; this file aims at what
+lies behind it (diff, report, the CLI shell), so most documents here are readable and share
+keys, with values of every kind, dtype and shape colliding.
+"""
+
+import itertools
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import compare
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = settings(
+    derandomize=True,
+    max_examples=250,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+KEYS = ["w", "grads.w", "loss", "a.b", "é", "k\nl"]
+DTYPES = ["float32"] * 4 + ["float64", "float16", "int64", "int8", "uint8", "bool", "half"]
+NUMBERS = (
+    st.floats(width=32)
+    | st.floats(allow_nan=False)
+    | st.integers(-(2**70), 2**70)
+    | st.sampled_from(["NaN", "Infinity", "-Infinity", 0.0, -0.0, 1e38, 1e-45, True, None])
+)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**65), 2**65)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=4)
+)
+PLAIN = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3), max_leaves=8)
+
+
+class Raw(str):
+    """JSON text spliced in verbatim (NaN literals, huge numbers, duplicate keys)."""
+
+
+FITTING = {  # data each dtype can hold exactly, so that most tensors are readable
+    "float32": st.floats(width=32) | st.sampled_from(["NaN", "Infinity", "-Infinity", -0.0]),
+    "float64": st.floats(allow_nan=False) | st.sampled_from(["NaN", "-Infinity", 5e-324]),
+    "float16": st.floats(width=16, allow_nan=False, allow_infinity=False),
+    "int64": st.integers(-(2**63), 2**63 - 1),
+    "int8": st.integers(-128, 127),
+    "uint8": st.integers(0, 255),
+    "bool": st.booleans(),
+    "half": NUMBERS,
+}
+
+
+@st.composite
+def tensors(draw):
+    """Tensor records: usually well formed, sometimes with wrong counts or foreign data."""
+    dtype = draw(st.sampled_from(DTYPES))
+    shape = draw(st.sampled_from([[], [0], [1], [3], [2, 2], [1, 3], [3, 1], [0, 2]]))
+    count = 1
+    for n in shape:
+        count *= n
+    broken = draw(st.integers(0, 9)) == 0
+    if broken:
+        count = max(count + draw(st.sampled_from([-1, 1])), 0)
+    items = NUMBERS if broken or draw(st.integers(0, 9)) == 0 else FITTING[dtype]
+    data = draw(st.lists(items, min_size=count, max_size=count))
+    return {"dtype": dtype, "shape": shape, "data": data}
+
+
+RAW_VALUES = st.sampled_from(
+    [Raw("NaN"), Raw("-Infinity"), Raw("1e400"), Raw("9" * 5000), Raw("[" * 80 + "]" * 80),
+     Raw('{"a": 1, "a": 2}'), Raw("[1, [2, 3]]"), Raw("[[1, 2], [3]]"), Raw("[[], []]"),
+     Raw("[1, null, 2]"), Raw('["NaN", 1]'), Raw("[true, 1]"), Raw('[{"a": 1}]')]
+)  # fmt: skip
+VALUES = (
+    tensors()
+    | tensors()
+    | tensors()
+    | st.fixed_dictionaries({"error": st.text(max_size=3), "message": st.text(max_size=6)})
+    | st.fixed_dictionaries(
+        {"dtype": st.just("float32"), "shape": st.just([2]), "sidecar": st.just("x.npy"),
+         "sha256": st.just("0" * 64), "summary": st.just({})}
+    )  # fmt: skip
+    | PLAIN
+    | RAW_VALUES
+    | st.dictionaries(st.sampled_from(KEYS), tensors() | PLAIN, max_size=2)  # nesting
+)
+HEADERS = st.sampled_from(["strict"] * 8 + ["loose"] * 6 + ["bad-format", "bad-env", "extra"])
+DAMAGE = st.sampled_from(["none"] * 20 + ["truncate", "latin-1", "bom", "trailing"])
+SPECIAL_FILES = st.sampled_from(["file"] * 30 + ["empty", "folder", "missing", "deep", "array"])
+
+
+def to_text(obj) -> str:
+    if isinstance(obj, Raw):
+        return str(obj)
+    if isinstance(obj, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {to_text(v)}" for k, v in obj.items()) + "}"
+    if isinstance(obj, list):
+        return "[" + ", ".join(to_text(v) for v in obj) + "]"
+    return json.dumps(obj)
+
+
+@st.composite
+def documents(draw, keys):
+    """The bytes of one side file (or a marker for a folder / a missing file)."""
+    special = draw(SPECIAL_FILES)
+    if special != "file":
+        return special
+    values = {k: draw(VALUES) for k in keys if draw(st.integers(0, 5))}  # a key may be absent
+    header = draw(HEADERS)
+    if header == "loose":
+        doc = values
+    else:
+        doc = {"format": 1, "case": "c", "side": draw(st.sampled_from(["torch", "engine"])),
+               "env": {"torch": draw(st.sampled_from(["2.13.0", "2.12.0", "a\nb"]))},
+               "values": values}  # fmt: skip
+        if header == "bad-format":
+            doc["format"] = draw(st.sampled_from([2, "1", None, 1.0]))
+        elif header == "bad-env":
+            doc["env"] = Raw("NaN")
+        elif header == "extra":
+            doc["extra"] = 1
+    return damaged(to_text(doc).encode(), draw(DAMAGE))
+
+
+def damaged(raw: bytes, how: str) -> bytes:
+    if how == "truncate":
+        return raw[: len(raw) // 2]
+    if how == "latin-1":
+        return raw[:-1] + b'"\xe9"}' if raw.endswith(b"}") else raw + b"\xff"
+    if how == "bom":
+        return b"\xef\xbb\xbf" + raw
+    if how == "trailing":
+        return raw + b" {}"
+    return raw
+
+
+PAIRS = st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True).flatmap(
+    lambda keys: st.tuples(documents(keys), documents(keys))
+)
+_NAMES = itertools.count()
+
+
+def materialize(folder: Path, content, stem: str) -> Path:
+    """Write ``content`` at a fresh path; the markers make a folder, nothing, or odd JSON."""
+    path = folder / f"{stem}{next(_NAMES)}.json"
+    if content == "folder":
+        path.mkdir()
+    elif content == "empty":
+        path.write_bytes(b"")
+    elif content == "deep":
+        path.write_bytes(b'{"a":' * 100 + b"1" + b"}" * 100)
+    elif content == "array":
+        path.write_bytes(b"[1, 2, 3]")
+    elif content != "missing":
+        path.write_bytes(content)
+    return path
+
+
+def assert_contract(code: int, out: str, err: str, paths: tuple[Path, Path]) -> None:
+    assert code in (0, 1, 2)
+    assert "Traceback" not in out + err
+    if code == 2:
+        assert out == ""
+        assert err.count("\n") == 1 and err.endswith("\n"), err
+        assert err.startswith("compare.py: error: ")
+        named = [str(p) for p in paths] + [ascii(str(p))[1:-1] for p in paths]
+        assert any(name in err for name in named), err
+        return
+    assert all(line.startswith("compare.py: warning: ") for line in err.splitlines()), err
+    verdict = out.splitlines()[-1]
+    assert verdict.endswith(" OK") if code == 0 else " FAIL (" in verdict, out
+
+
+def run_main(capsys, *argv: str) -> tuple[int, str, str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a NumPy RuntimeWarning would be a stray stderr line
+        code = compare.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("hostile_cli")
+
+
+@HOSTILE
+@given(pair=PAIRS, tolerance=st.sampled_from([[], ["--atol", "0.5"], ["--ulps", "3"]]))
+def test_hostile_pairs_end_in_0_1_or_2_with_one_line(folder, capsys, pair, tolerance):
+    paths = (materialize(folder, pair[0], "a"), materialize(folder, pair[1], "b"))
+    code, out, err = run_main(capsys, str(paths[0]), str(paths[1]), *tolerance)
+    assert_contract(code, out, err, paths)
+
+
+def test_the_generator_reaches_every_exit_code(folder, capsys):
+    """Guards the property test against a generator that only produces exit 2."""
+    seen = set()
+
+    @settings(HOSTILE, max_examples=80)
+    @given(pair=PAIRS)
+    def collect(pair):
+        paths = (materialize(folder, pair[0], "a"), materialize(folder, pair[1], "b"))
+        seen.add(run_main(capsys, str(paths[0]), str(paths[1]))[0])
+
+    collect()
+    assert seen == {0, 1, 2}
+
+
+# -- the messages name the file and the key ----------------------------------------------------
+
+
+def strict(values) -> bytes:
+    doc = {"format": 1, "case": "c", "side": "torch", "env": {}, "values": values}
+    return to_text(doc).encode()
+
+
+GOOD = strict({"w": {"dtype": "float32", "shape": [1], "data": [1.0]}})
+
+
+@pytest.mark.parametrize(
+    ("content", "key", "problem"),
+    [
+        (strict({"w": Raw('{"dtype": "float32", "shape": [1], "data": [NaN]}')}), "w",
+         "data[0] is a bare nan literal"),
+        (strict({"w": {"dtype": "float32", "shape": [1], "data": [1e39]}}), "w",
+         "is not exactly a float32 value"),
+        (strict({"w": {"dtype": "float32", "shape": [2, 2], "data": [1.0]}}), "w",
+         "data has 1 entries but shape [2, 2] needs 4"),
+        (b'{"x": [[1, 2], [3]]}', "x", "ragged nested list"),
+        (b'{"x": 1, "x": 2}', "x", "duplicate key"),
+        (b'{"x": [1e39]}', "x", "overflows float32"),
+        (b'{"x": {"y": ' + b"[" * 70 + b"]" * 70 + b"}}", "x.y", "nested deeper than 64"),
+    ],
+    ids=["nan-literal", "inexact", "count", "ragged", "duplicate", "overflow", "depth"],
+)
+def test_malformed_values_name_file_and_key(tmp_path, capsys, content, key, problem):
+    bad, good = tmp_path / "bad.json", tmp_path / "good.json"
+    bad.write_bytes(content)
+    good.write_bytes(GOOD)
+    code, out, err = run_main(capsys, str(good), str(bad))
+    assert code == 2 and out == ""
+    assert err.startswith(f"compare.py: error: {bad}: {key}: ") and problem in err, err
+    assert err.count("\n") == 1
+
+
+def test_a_newline_in_the_file_name_stays_on_one_line(tmp_path, capsys):
+    odd = tmp_path / "a\nb.json"
+    odd.write_bytes(b"{")
+    good = tmp_path / "good.json"
+    good.write_bytes(GOOD)
+    code, _, err = run_main(capsys, str(odd), str(good))
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"compare.py: error: {tmp_path}/a\\nb.json: ")
+
+
+def test_env_values_with_newlines_warn_on_one_line(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_bytes(GOOD.replace(b'"env": {}', b'"env": {"torch": "2.13.0"}'))
+    b.write_bytes(GOOD.replace(b'"env": {}', b'"env": {"torch": "2.13\\nlocal"}'))
+    code, _, err = run_main(capsys, str(a), str(b))
+    assert code == 0
+    assert err == "compare.py: warning: environments differ: torch (2.13.0 vs 2.13\\nlocal)\n"
+
+
+# -- real processes: the script, not just main() -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("folder", "is a directory"),
+        (b"\xff\xfe{}", "not UTF-8 text"),
+        (b'{"x": NaN, "y": [1, 2], "y": 3}', "y: duplicate key"),
+        (b"", "empty file"),
+    ],
+    ids=["folder", "non-utf8", "duplicate-after-nan", "empty"],
+)
+def test_script_reports_one_line_and_exit_2(tmp_path, content, problem):
+    bad = materialize(tmp_path, content, "bad")
+    good = tmp_path / "good.json"
+    good.write_bytes(GOOD)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "compare.py"), str(good), str(bad)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(f"compare.py: error: {bad}: ") and problem in proc.stderr
+    assert proc.stderr.count("\n") == 1

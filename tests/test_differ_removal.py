@@ -1,0 +1,169 @@
+"""Each documented divergence of issue 4's cases is load-bearing: remove the engine behaviour a
+``differ`` check documents (monkeypatched, so nothing leaks) and that check must fail.
+
+One removal per case. Without the patch the same check holds (``test_differ_holds``), so a
+failure under the patch is caused by the removed behaviour, not by the case itself.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from harness import engine
+from harness.case import discover
+from harness.engine import lr_scheduler, optim
+from harness.engine.loss import CrossEntropyLoss
+from harness.engine.module import params_of
+from harness.session import compute_outcome
+
+VANISHED = "expected divergence vanished"
+
+# (case, label of the differ check whose engine behaviour the matching patch removes)
+TARGETS = {
+    "optimizer_state": "differ:loss:torch:aligned.sgd_momentum~engine:defaults.sgd_momentum",
+    "grad_clipping": "differ:norm.*:torch~engine",
+    "lr_schedulers": "differ:linear:torch:naive~engine:aligned",
+    "grad_none": "differ:after_from_grads:torch~engine",
+    "ops_consume": "differ:detach.require_grad:torch~engine",
+    "cross_entropy_variants": "differ:pad.*:engine~torch",
+}
+
+
+def _result(case_name, label, tmp_path):
+    (case,) = discover([case_name])
+    outcome = compute_outcome(case, golden_dir=tmp_path / "g", out_dir=tmp_path / "o")
+    return {r.check.label: r for r in outcome.checks}[label]
+
+
+@pytest.mark.parametrize("case_name", sorted(TARGETS))
+def test_differ_holds(case_name, tmp_path):
+    result = _result(case_name, TARGETS[case_name], tmp_path)
+    assert result.ok, result.message
+
+
+# ---- the removals ---------------------------------------------------------------------------
+
+
+def _no_dampening_by_default(monkeypatch):
+    """MomentumConfig() with PyTorch's dampening 0 instead of burn's 0.1."""
+    momentum, _, nesterov = optim.MomentumConfig.__init__.__defaults__
+    monkeypatch.setattr(optim.MomentumConfig.__init__, "__defaults__", (momentum, 0.0, nesterov))
+
+
+def _global_norm_clipping(monkeypatch):
+    """Norm clipping scaled by the global norm of all A1 gradients (PyTorch's clip_grad_norm_,
+    eps 1e-6) instead of each param's own norm."""
+    from harness.a1 import a1_engine
+
+    device = engine.Device.flex().autodiff()
+    model, x, y = a1_engine(device)
+    loss = engine.CrossEntropyLossConfig().init(device).forward(model.forward(x), y)
+    grads = engine.GradientsParams.from_grads(loss.backward(), model)
+    squares = [
+        np.square(grads.get(p.id).numpy().astype(np.float64)).sum() for p in params_of(model)
+    ]
+    total = float(np.sqrt(sum(squares)))
+    per_param = optim.GradientClipping.clip_array
+
+    @functools.wraps(per_param)
+    def clip_array(self, g):
+        if self.kind != "norm":
+            return per_param(self, g)
+        return g * g.dtype.type(min(1.0, float(self.threshold) / (total + 1e-6)))
+
+    monkeypatch.setattr(optim.GradientClipping, "clip_array", clip_array)
+
+
+def _no_first_step_shift(monkeypatch):
+    """Every leaf scheduler's first call skips the initial LR (PyTorch's get_last_lr after the
+    first step); composed and sequential schedulers step their children, so they follow."""
+    leaves = (
+        lr_scheduler.LinearLrScheduler,
+        lr_scheduler.CosineAnnealingLrScheduler,
+        lr_scheduler.ExponentialLrScheduler,
+        lr_scheduler.StepLrScheduler,
+        lr_scheduler.NoamLrScheduler,
+    )
+    for cls in leaves:
+        step = cls.step
+
+        @functools.wraps(step)
+        def shifted(self, step=step):
+            if not getattr(self, "_skipped_first", False):
+                self._skipped_first = True
+                step(self)
+            return step(self)
+
+        monkeypatch.setattr(cls, "step", shifted)
+
+
+def _from_grads_copies(monkeypatch):
+    """GradientsParams.from_grads reads the gradients and leaves them in `grads`, as PyTorch
+    leaves `.grad` on the params."""
+
+    def from_module(cls, grads, module):
+        out = cls()
+        for param in params_of(module):
+            grad = param.val().grad(grads)
+            if grad is not None:
+                out.register(param.id, grad)
+        return out
+
+    monkeypatch.setattr(optim.GradientsParams, "from_module", classmethod(from_module))
+
+
+def _detach_drops_require_grad(monkeypatch):
+    """detach() returns an untracked leaf, as PyTorch's drops requires_grad."""
+
+    @functools.wraps(engine.Tensor.detach)  # keep the docstring the differ's `because` reads
+    def detach(self):
+        return engine.Tensor.from_numpy(self.numpy(), self.device)
+
+    monkeypatch.setattr(engine.Tensor, "detach", detach)
+
+
+def _pad_mean_over_kept_rows(monkeypatch):
+    """Cross-entropy with pad tokens divides by the kept rows, as PyTorch's ignore_index."""
+    default = CrossEntropyLoss._forward_default
+
+    @functools.wraps(default)
+    def forward_default(self, logits, targets):
+        loss = default(self, logits, targets)
+        mask = self._padding_mask(targets)
+        if mask is None or self.weights is not None:
+            return loss
+        return loss * (mask.size / (mask.size - mask.sum()))
+
+    monkeypatch.setattr(CrossEntropyLoss, "_forward_default", forward_default)
+
+
+REMOVALS = {
+    "optimizer_state": _no_dampening_by_default,
+    "grad_clipping": _global_norm_clipping,
+    "lr_schedulers": _no_first_step_shift,
+    "grad_none": _from_grads_copies,
+    "ops_consume": _detach_drops_require_grad,
+    "cross_entropy_variants": _pad_mean_over_kept_rows,
+}
+
+
+@pytest.mark.parametrize("case_name", sorted(REMOVALS))
+def test_removing_the_behaviour_fails_the_differ(case_name, tmp_path, monkeypatch):
+    REMOVALS[case_name](monkeypatch)
+    result = _result(case_name, TARGETS[case_name], tmp_path)
+    assert not result.ok
+    assert result.message == VANISHED
+
+
+def test_every_shifted_scheduler_loses_its_differ(tmp_path, monkeypatch):
+    """Not only linear: with the shift removed, every scheduler's shift check fails."""
+    _no_first_step_shift(monkeypatch)
+    (case,) = discover(["lr_schedulers"])
+    outcome = compute_outcome(case, golden_dir=tmp_path / "g", out_dir=tmp_path / "o")
+    shift_checks = [r for r in outcome.checks if r.check.label.endswith("~engine:aligned")]
+    shifted = [r for r in shift_checks if r.check.kind == "differ"]
+    assert len(shifted) == 7  # the eight schedulers but the constant one
+    assert all(r.message == VANISHED for r in shifted), [r.message for r in shifted]

@@ -1,0 +1,275 @@
+"""harness.html_report: the page parses, shows every case, row, histogram and divergence."""
+
+import base64
+import re
+import shutil
+import struct
+import subprocess
+
+import html5lib
+import numpy as np
+import pytest
+
+from harness import html_report
+from harness.case import load_case
+from harness.record import CapturedError
+from harness.report import case_data, cases_json, cases_markdown, schema_errors
+from harness.session import compute_outcome
+
+CASE = '''"""A synthetic case for the HTML report tests.
+
+Second paragraph with ``code`` in it.
+
+A list:
+- first item,
+  continued;
+- second item.
+"""
+import numpy as np
+import torch  # noqa: F401  (loads torch's OpenMP pool before the environment is recorded)
+
+from harness.case import agree, differ, expect, scaled
+from harness.tolerances import Tolerance
+
+W = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+
+
+def torch_side():
+    return {{
+        "grads.w": W,
+        "grads.b": np.array([0.5, 0.25], np.float32),
+        "steps": np.array([1, 2], np.int64),
+        "flag": True,
+        "x_grad": np.array([4.0, 8.0], np.float32),
+    }}
+
+
+def engine_side():
+    ulps = np.array([0, 1, 3, 9], np.int32)  # buckets 0, 1, [2, 4) and [8, 16)
+    b = np.array([0.5, 0.25], np.float32)
+    return {{
+        "grads.w": (W.view(np.int32) + ulps).view(np.float32),
+        "grads.b": (b.view(np.int32) + np.array([0, {b_ulps}], np.int32)).view(np.float32),
+        "steps": np.array([1, 2], np.int64),
+        "flag": True,
+        "x_grad": np.array([2.0, 4.0], np.float32),
+    }}
+
+
+TOLERANCES = {{"grads.*": Tolerance(atol=0.0, ulps=16, reason="synthetic")}}
+CHECKS = [
+    agree("grads.*"),
+    agree("steps"),
+    agree("flag"),
+    differ("x_grad", because="harness.engine.tensor.Tensor.detach", relation=scaled(2)),
+    expect("flag", "torch", True),
+]
+'''
+
+IMG_PNG = 'src="data:image/png;base64,'
+
+
+def run_synthetic(tmp_path, b_ulps=0):
+    """Run the synthetic case with goldens and outputs under tmp_path; return its case data."""
+    path = tmp_path / "cases" / "synthetic.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(CASE.format(b_ulps=b_ulps))
+    dirs = {"golden_dir": tmp_path / "golden", "out_dir": tmp_path / "out"}
+    return case_data(compute_outcome(load_case(path), **dirs))
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Two runs: the first writes the goldens, the second moves the engine's ``grads.b[1]`` by
+    2 ULP (still within the case's tolerance, but the golden must be bit-identical)."""
+    tmp_path = tmp_path_factory.mktemp("html")
+    run_synthetic(tmp_path)
+    return [run_synthetic(tmp_path, b_ulps=2)]
+
+
+@pytest.fixture(scope="module")
+def page(results):
+    return html_report.render_cases_html(results)
+
+
+def parse(page):
+    """Strict HTML5 parse: any parse error (bad nesting, stray end tag...) raises."""
+    parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+    return parser.parse(page)
+
+
+def rendered_diffs(results):
+    """Every Diff the page renders as a table: each check's, then each golden's."""
+    diffs = [c["diff"] for d in results for c in d["checks"]]
+    diffs += [g["diff"] for d in results for g in d["goldens"]]
+    return [diff for diff in diffs if diff is not None]
+
+
+def histogram_rows(results):
+    return [
+        row
+        for diff in rendered_diffs(results)
+        for row in diff.rows
+        if row.kind == "tensor" and row.ulp_histogram
+    ]
+
+
+def test_page_parses_and_has_every_case_row_and_histogram(results, page):
+    tree = parse(page)
+    assert tree.find(".//section[@id='case-synthetic']") is not None
+    table_rows = tree.findall(".//table[@class='diff']/tbody/tr")
+    expected_keys = [row.key for diff in rendered_diffs(results) for row in diff.rows]
+    assert [tr[0].findtext("code") for tr in table_rows] == expected_keys
+    images = [img for img in tree.iter("img") if img.get("src", "").startswith("data:image/png")]
+    # grads.w, grads.b and x_grad, in their checks and in the engine's golden comparison
+    assert len(images) == len(histogram_rows(results)) == 6
+    assert all(img.get("alt", "").startswith("ULP distances of ") for img in images)
+    assert 'src="http' not in page and "<script" not in page and "<link" not in page
+
+
+def test_histogram_alt_text_counts_each_bucket(page):
+    assert 'alt="ULP distances of grads.w: 0: 1; 1: 1; 2-3: 1; 8-15: 1"' in page
+
+
+def test_histograms_are_deterministic_pngs_without_metadata(page):
+    uris = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    for uri in uris:
+        png = base64.b64decode(uri)
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
+        width, height = struct.unpack(">II", png[16:24])
+        assert (width, height) == (560, 200)  # twice the displayed size
+        assert b"tIME" not in png and b"Software" not in png
+
+
+def test_the_same_data_renders_byte_identical_html(results, page):
+    html_report.histogram_png.cache_clear()
+    assert html_report.render_cases_html(results) == page
+
+
+def test_differences_table_has_one_row_per_differ_check(results, page):
+    tree = parse(page)
+    rows = tree.findall(".//table[@class='divergences']/tbody/tr")
+    differs = [c for d in results for c in d["checks"] if c["kind"] == "differ"]
+    assert len(rows) == len(differs) == 1
+    topic, torch_cell, engine_cell, relation, reason, status = (
+        "".join(cell.itertext()) for cell in rows[0]
+    )
+    assert topic == "syntheticx_grad"  # the case (a link), then the pattern
+    assert (torch_cell, engine_cell) == ("float32[2] [4.0, 8.0]", "float32[2] [2.0, 4.0]")
+    assert relation == "left = 2 x right"
+    assert reason == (
+        "harness.engine.tensor.Tensor.detachA new leaf with a new node id and the same values."
+    )
+    assert status == "holds"
+
+
+def test_golden_section_says_what_changed_and_by_how_much(page):
+    tree = parse(page)
+    rows = tree.findall(".//table[@class='goldens']/tbody/tr")
+    assert len(rows) == 1  # byte-identical goldens are only named
+    case, side, status, _message, *changed = ("".join(td.itertext()) for td in rows[0])
+    assert (case, side, status) == ("synthetic", "engine", "mismatch")
+    assert changed == ["grads.b", "5.96e-08", "2"]
+    assert "1 of 2 goldens are byte-identical to this run's output" in page
+
+
+def test_case_section_shows_the_docstring_with_code_and_lists(page):
+    assert "<p>Second paragraph with <code>code</code> in it.</p>" in page
+    assert "<p>A list:</p><ul><li>first item, continued;</li><li>second item.</li></ul>" in page
+
+
+def test_summary_counts_checks_and_environment(results, page):
+    tree = parse(page)
+    summary = {
+        "".join(tr[0].itertext()).strip(): "".join(tr[1].itertext())
+        for tr in tree.findall(".//table[@class='summary']/tbody/tr")
+    }
+    assert summary["checks"] == "5 (5 hold)"
+    assert summary["documented divergence"] == "1 (1 hold)"
+    assert summary["worst ULP (agree checks)"] == "9 at synthetic::grads.w"
+    env_keys = [tr[0].findtext("code") for tr in tree.findall(".//table[@class='env']/tbody/tr")]
+    assert "numpy" in env_keys and "torch" in env_keys
+    assert 'class="changed"' not in page  # one machine: goldens and sides agree
+
+
+def test_environment_differences_are_highlighted(results):
+    changed = [dict(results[0])]
+    changed[0]["goldens"] = [
+        {**g, "env": {**g["env"], "numpy": "0.0-old"}} for g in results[0]["goldens"]
+    ]
+    page = html_report.render_cases_html(changed)
+    assert '<span class="changed"><code>0.0-old</code></span>' in page
+
+
+def test_without_matplotlib_histograms_are_html_bars(results, monkeypatch):
+    monkeypatch.setattr(html_report, "_load_matplotlib", lambda: None)
+    page = html_report.render_cases_html(results)
+    parse(page)
+    assert IMG_PNG not in page
+    assert "matplotlib is not installed" in page
+    assert page.count('class="cssbars"') == len(histogram_rows(results))
+
+
+def test_json_carries_because_and_relation_and_validates(results):
+    doc = cases_json(results)
+    assert schema_errors(doc) == []
+    differ_check = next(c for c in doc["cases"][0]["checks"] if c["kind"] == "differ")
+    assert differ_check["because"] == "harness.engine.tensor.Tensor.detach"
+    assert differ_check["relation"] == "left = 2 x right"
+
+
+def test_markdown_has_one_row_per_tensor(results):
+    md = cases_markdown(results)
+    for key in ("grads.w", "grads.b", "steps", "flag", "x_grad"):
+        assert md.count(f"| `{key}` |") == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (np.array(0.1, np.float32), "float32 0.1"),
+        (np.float64(0.1), "float64 0.1"),
+        (np.arange(3, dtype=np.int64), "int64[3] [0, 1, 2]"),
+        (np.zeros((3, 4), np.float32), "float32[3, 4] [" + "0.0, " * 5 + "0.0, ... (12 values)]"),
+        (CapturedError("RuntimeError", "bad\nsecond line"), "RuntimeError: bad"),
+        (None, "None"),
+        (True, "True"),
+    ],
+)
+def test_value_summary(value, text):
+    assert html_report.value_summary(value) == text
+
+
+def test_side_env_reads_only_the_header():
+    text = '{\n  "format": 1,\n  "env": {"numpy": "2.4.6"},\n  "values": {"x": [1, '  # cut short
+    assert html_report.side_env(text) == {"numpy": "2.4.6"}
+
+
+CHROMIUM = shutil.which("chromium")
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not on PATH")
+def test_page_renders_in_headless_chromium(page, tmp_path):
+    html_path, png = tmp_path / "report.html", tmp_path / "report.png"
+    html_path.write_text(page, encoding="utf-8")
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--screenshot={png}",
+        "--window-size=1280,2000",
+        html_path.as_uri(),
+    ]
+    subprocess.run(command, capture_output=True, timeout=120, check=False)
+    assert png.exists()
+    data = png.read_bytes()
+    assert struct.unpack(">II", data[16:24]) == (1280, 2000)
+    assert len(data) > 20_000  # a blank page compresses to a few kB

@@ -1,0 +1,217 @@
+"""The op matrix: every engine op against PyTorch, forward and VJP, with declared divergences.
+
+One pytest item per (op, dtype); each runs every shape x value set of that op. The expected
+values are PyTorch's (run in the same item), never the engine's own output.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from harness.engine import BACKWARD_RULES
+from harness.engine.tensor import TENSOR_OPS
+from harness.ops import matrix
+from harness.ops.divergences import DIVERGENCES, Divergence
+from harness.ops.inject import flipped_rule
+from harness.ops.matrix import DECLARED, FAIL, PASS, run_item, valuesets
+from harness.ops.opinion import TORCH_CLOSER
+from harness.ops.registry import PAIRS, uncovered_methods, unknown_methods
+
+ITEMS = [(p.name, dtype) for p in PAIRS for dtype in matrix.DTYPES]
+
+
+@pytest.mark.parametrize(("op", "dtype"), ITEMS, ids=[f"{o}-{d}" for o, d in ITEMS])
+def test_op_agrees_with_torch_or_diverges_as_declared(op, dtype):
+    item = run_item(op, dtype)
+    assert item.status != FAIL, matrix.render_item_failure(item)
+
+
+# --- the registry covers the engine ------------------------------------------------------------
+
+
+def test_every_engine_tensor_op_has_a_pair():
+    # Adding an op to the engine's TENSOR_OPS without a pair in the registry fails here.
+    assert uncovered_methods() == []
+    assert {p.method for p in PAIRS} == set(TENSOR_OPS)
+
+
+def test_every_pair_names_an_engine_tensor_op():
+    assert unknown_methods() == []
+
+
+def test_every_backward_rule_is_exercised_by_some_pair():
+    assert set(BACKWARD_RULES) <= {p.op for p in PAIRS}
+
+
+def test_pair_names_are_unique():
+    names = [p.name for p in PAIRS]
+    assert len(names) == len(set(names))
+
+
+def test_every_pair_has_a_shape_per_input_in_each_menu_entry():
+    for p in PAIRS:
+        for case in p.shapes:
+            assert len(case.shapes) == len(p.inputs), (p.name, case.id)
+
+
+def test_menu_covers_zero_d_broadcasting_and_empty_shapes():
+    ids = {case.id for p in PAIRS for case in p.shapes}
+    assert {"0d", "3", "3x2", "bcast", "empty"} <= ids
+
+
+def test_kinks_and_specials_value_sets_are_chosen_per_op():
+    assert valuesets(matrix.pair("relu")) == ("random", "kinks", "specials")
+    assert valuesets(matrix.pair("exp")) == ("random", "specials")
+    assert valuesets(matrix.pair("int")) == ("random",)  # NaN -> int is undefined
+
+
+# --- the divergence table ----------------------------------------------------------------------
+
+
+def _possible_keys():
+    """Every comparison key the registry can produce (without running anything)."""
+    for p in PAIRS:
+        checks = ["shape", "forward", "forward[1]"] + [f"vjp.{n}" for n in p.float_inputs]
+        for dtype in matrix.DTYPES:
+            for case in p.shapes:
+                for vs in valuesets(p):
+                    for check in checks:
+                        yield f"{p.name}/{dtype}/{case.id}/{vs}/{check}"
+
+
+def test_every_declaration_has_a_reason_and_can_match_a_comparison():
+    keys = list(_possible_keys())
+    for div in DIVERGENCES:
+        assert len(div.reason) > 20, div.pattern
+        assert any(div.matches(k) for k in keys), f"{div.pattern} matches nothing"
+
+
+def test_a_declared_divergence_that_vanishes_fails_the_item():
+    fake = Divergence("neg/*/*/random/vjp.a", "pretend neg's gradient differs")
+    item = run_item("neg", "float32", table=(fake,))
+    assert item.status == FAIL
+    assert item.vanished == [fake]
+    assert "declared divergence vanished: neg/*/*/random/vjp.a" in matrix.render_item_failure(item)
+
+
+def test_an_undeclared_divergence_fails_the_item():
+    # max() on ties: torch splits the gradient, the engine gives it to the first maximum.
+    item = run_item("max", "float32", table=())
+    failing = [c.key for c in item.comparisons if c.status == FAIL]
+    assert item.status == FAIL
+    assert "max/float32/3/kinks/vjp.a" in failing
+    assert "max/float32/3/random/shape" in failing  # [1] against torch's 0-d
+
+
+def test_declared_divergences_are_reported_as_declared_with_their_reason():
+    item = run_item("cast", "float32")
+    assert item.status == DECLARED
+    declared = [c for c in item.comparisons if c.status == DECLARED]
+    assert {c.check for c in declared} == {"vjp.a"}
+    assert all("float_cast" in c.reason for c in declared)
+
+
+def test_max_ties_torch_splits_the_gradient_evenly():
+    # Cross-check of the declared divergence against numbers fixed by construction.
+    item = run_item("max", "float64")
+    comp = next(c for c in item.comparisons if c.key == "max/float64/3/kinks/vjp.a")
+    t, e = comp.values  # inputs [1, 1, -0.5]: ties at 0 and 1
+    assert t[0] == t[1] == pytest.approx(e[0] / 2)
+    assert e[1] == 0 and t[2] == e[2] == 0
+
+
+# --- an injected bug is caught -----------------------------------------------------------------
+
+
+def test_a_sign_flipped_exp_rule_fails_exp_and_torch_is_closer():
+    with flipped_rule("exp"):
+        item = run_item("exp", "float32")
+    failing = [c for c in item.comparisons if c.status == FAIL]
+    assert item.status == FAIL
+    assert failing and all(c.check == "vjp.a" for c in failing)
+    verdicts = {c.opinion.verdict for c in failing if c.opinion is not None}
+    assert verdicts == {TORCH_CLOSER}
+    assert "torch closer" in matrix.render_item_failure(item)
+
+
+def test_a_sign_flipped_rule_does_not_leak_into_other_ops_or_outlive_the_block():
+    with flipped_rule("exp"):
+        assert run_item("tanh", "float32").status == PASS
+    assert run_item("exp", "float32").status == PASS
+
+
+def test_a_sign_flipped_mul_rule_is_caught():
+    with flipped_rule("mul"):
+        item = run_item("mul", "float64")
+    assert item.status == FAIL
+
+
+# --- the coverage table and JSON -----------------------------------------------------------------
+
+
+def test_json_output_is_deterministic(tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    matrix.write_json(matrix.run_matrix(["sum", "relu"]), first)
+    matrix.write_json(matrix.run_matrix(["sum", "relu"]), second)
+    assert first.read_bytes() == second.read_bytes()
+    doc = json.loads(first.read_text())
+    assert [(i["op"], i["dtype"]) for i in doc["items"]] == [
+        ("sum", "float32"),
+        ("sum", "float64"),
+        ("relu", "float32"),
+        ("relu", "float64"),
+    ]
+    assert doc["items"][0]["status"] == DECLARED
+    assert doc["summary"]["items"] == 4 and doc["summary"]["fail_items"] == 0
+    assert {d["pattern"] for d in doc["declarations"]} == {d.pattern for d in DIVERGENCES}
+
+
+def test_opinion_all_gives_passing_float32_checks_an_opinion():
+    item = run_item("exp", "float32", opinions=True)
+    judged = [c for c in item.comparisons if c.opinion is not None]
+    assert judged and all(c.status == PASS for c in judged)
+    # exp's float32 results on both sides are roundings of the float64 values.
+    assert {c.opinion.verdict for c in judged} == {"both within tol of float64"}
+
+
+def test_cli_prints_the_table_writes_json_and_exits_0(tmp_path, capsys):
+    path = tmp_path / "ops.json"
+    assert matrix.main(["--ops", "neg,sum", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["op", "float32", "float64"]
+    assert "4 items (2 pass, 2 declared, 0 fail)" in out and "-> OK" in out
+    assert json.loads(path.read_text())["ok"] is True
+
+
+def test_cli_exits_1_on_an_injected_bug(tmp_path, capsys):
+    path = tmp_path / "ops.json"
+    assert (
+        matrix.main(
+            ["--ops", "exp", "--dtypes", "float32", "--json", str(path), "--inject-flip", "exp"]
+        )
+        == 1
+    )
+    out = capsys.readouterr().out
+    assert "FAIL exp/float32/3/random/vjp.a" in out
+    assert "torch closer" in out
+    assert json.loads(path.read_text())["items"][0]["status"] == FAIL
+
+
+def test_specials_include_nan_infinities_signed_zero_and_subnormals():
+    s = matrix.specials("float32")
+    assert np.isnan(s).any() and np.isposinf(s).any() and np.isneginf(s).any()
+    assert any(x == 0 and np.signbit(x) for x in s)
+    tiny = np.finfo(np.float32).smallest_subnormal
+    assert tiny in s and -tiny in s
+
+
+@pytest.mark.parametrize("rule", sorted(BACKWARD_RULES))
+def test_flipping_any_backward_rule_fails_an_item_that_uses_it(rule):
+    # float64 only, and the first failing pair is enough: this runs once per rule.
+    names = [p.name for p in PAIRS if p.op == rule]
+    with flipped_rule(rule):
+        caught = any(run_item(name, "float64").status == FAIL for name in names)
+    assert caught, names
