@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: install compare test golden bench report lint format ops fuzz clean
+.PHONY: install compare test test-slow golden bench report lint format ops fuzz clean
 
 install: $(STAMP)
 
@@ -22,9 +22,13 @@ $(STAMP): pyproject.toml
 compare: install
 	$(BIN)/python compare.py $(ARGS)
 
+# loadfile: the items of one case file stay on one worker (one run per case, no write races).
 test: install
 	mkdir -p out
-	$(PYTEST) -n auto -q --junitxml=out/junit.xml $(ARGS)
+	$(PYTEST) -n auto --dist loadfile -m "not slow" -q --junitxml=out/junit.xml $(ARGS)
+
+test-slow: install
+	$(PYTEST) -m slow -p no:xdist -q $(ARGS)
 
 golden: install
 	$(BIN)/python compare.py --update-golden $(ARGS)

@@ -43,8 +43,9 @@ SAMPLE_ELEMENTS = 6  # elements shown per value in the differences table
 # Drawn at twice the displayed 280x100 px, so the small labels stay sharp on high-DPI screens.
 HISTOGRAM_DPI = 200
 MIN_BUCKETS = 8  # histogram x axis spans at least 0 .. 2**6 ULP, so small ones stay readable
-# Goldens whose file on disk was written by this very run: they say nothing about the past.
-_FRESH_GOLDEN = {"missing", "created", "not_run", "nondeterministic", "refused"}
+# Golden statuses whose file on disk (if any) was written by this very run, or not compared:
+# its env says nothing about the committed golden.
+_FRESH_GOLDEN = {"missing", "created", "updated", "not_run", "nondeterministic", "refused"}
 
 # ---------------------------------------------------------------------------------------------
 # Extra case data (called by ``report.case_data``; plain picklable values)
@@ -604,7 +605,8 @@ def _divergence_row(case: str, check: dict) -> list[str]:
     labels = check["diff"].labels if check["diff"] is not None else ("torch", "engine")
     samples = check.get("samples") or []
     pattern = check.get("pattern") or check["label"]
-    topic = f'<a href="#case-{_slug(case)}">{_e(case)}</a><br><code>{_e(pattern)}</code>'
+    name = _e(case).replace("_", "_<wbr>")  # break long case names between words
+    topic = f'<a href="#case-{_slug(case)}">{name}</a><br><code>{_e(pattern)}</code>'
     # The columns are PyTorch / engine even when a check lists the engine first.
     torch_i = 0 if labels[0].startswith("torch") or not labels[1].startswith("torch") else 1
     sides = [_side_cell(labels[i], samples, i + 1, pattern) for i in (torch_i, 1 - torch_i)]
@@ -740,8 +742,8 @@ th{background:#f6f8fa;font-weight:600}
 table.diff td:nth-child(n+3):nth-child(-n+6){text-align:right;white-space:nowrap}
 table.diff td:last-child{padding:1px;text-align:center}
 table.divergences{width:100%;table-layout:fixed}table.divergences td{overflow-wrap:anywhere}
-table.divergences th:nth-child(1){width:13%}table.divergences th:nth-child(2),
-table.divergences th:nth-child(3){width:25%}table.divergences th:nth-child(4){width:14%}
+table.divergences th:nth-child(1){width:15%}table.divergences th:nth-child(2),
+table.divergences th:nth-child(3){width:24%}table.divergences th:nth-child(4){width:14%}
 table.divergences th:nth-child(5){width:17%}table.divergences th:nth-child(6){width:6%}
 .difftable{overflow-x:auto}
 table.env{width:100%;table-layout:fixed}table.env th:first-child{width:10%}

@@ -1,6 +1,7 @@
 """harness.html_report: the page parses, shows every case, row, histogram and divergence."""
 
 import base64
+import io
 import re
 import shutil
 import struct
@@ -13,7 +14,7 @@ import pytest
 from harness import html_report
 from harness.case import load_case
 from harness.record import CapturedError
-from harness.report import case_data, cases_json, cases_markdown, schema_errors
+from harness.report import Progress, case_data, cases_json, cases_markdown, schema_errors
 from harness.session import compute_outcome
 
 CASE = '''"""A synthetic case for the HTML report tests.
@@ -243,6 +244,18 @@ def test_value_summary(value, text):
 def test_side_env_reads_only_the_header():
     text = '{\n  "format": 1,\n  "env": {"numpy": "2.4.6"},\n  "values": {"x": [1, '  # cut short
     assert html_report.side_env(text) == {"numpy": "2.4.6"}
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_draws_a_bar_only_on_a_terminal():
+    stream = Terminal()
+    progress = Progress(4, stream=stream)
+    progress.advance({"case": "a", "ok": True})
+    assert stream.getvalue().startswith("#####............... [1/4] a ok (elapsed ")
 
 
 CHROMIUM = shutil.which("chromium")

@@ -552,7 +552,7 @@ def render_run(run: FuzzRun, name: str = "fuzz_found") -> str:
             f"fuzz: FAIL after {run.examples} programs; shrunk to {len(failure.program)} step(s)",
             render_verdict(failure),
             f"\n# ---- cases/{name}.py " + "-" * 40,
-            case_source(failure.program, name),
+            case_source(failure.program, name).rstrip("\n"),
         ]
     )
 

@@ -1,0 +1,142 @@
+"""Determinism: the harness pins seeds and threads itself, so two runs write identical bytes;
+a side that disagrees with itself is reported as non-deterministic, not as non-conforming."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.case import SIDES, load_case, run_case
+from harness.session import compute_outcome
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST_CASES = ["param_ids", "grad_edit", "grad_location"]  # repo cases that run in ~50 ms
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}  # fmt: skip
+
+
+def run_script(tmp_path: Path, name: str, hash_seed: str) -> subprocess.CompletedProcess:
+    """compare.py on the fast cases into fresh out/ and golden/ folders of its own."""
+    folders = [f"--out={tmp_path / name / 'out'}", f"--golden-dir={tmp_path / name / 'golden'}"]
+    return subprocess.run(
+        [sys.executable, str(ROOT / "compare.py"), "--case", *FAST_CASES, *folders],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        # A different hash seed per run: set or dict ordering that leaks into output shows up.
+        env={**os.environ, "PYTHONHASHSEED": hash_seed},
+    )
+
+
+def test_two_script_runs_write_byte_identical_files(tmp_path):
+    first = run_script(tmp_path, "run1", "1")
+    second = run_script(tmp_path, "run2", "2")
+    assert first.returncode == second.returncode == 1  # empty golden folders: goldens missing
+    assert "Traceback" not in first.stderr + second.stderr
+    written = tree(tmp_path / "run1" / "out")
+    assert sorted(written) == sorted(f"{c}/{s}.json" for c in FAST_CASES for s in SIDES)
+    assert tree(tmp_path / "run2" / "out") == written
+    assert tree(tmp_path / "run2" / "golden") == tree(tmp_path / "run1" / "golden")
+    # The reports too, up to the folder names they print (timings go to stderr).
+    assert second.stdout.replace("run2", "run1") == first.stdout
+
+
+SEEDED_BY_THE_HARNESS = '''"""Unseeded draws from every generator a case may touch; the harness seeds them all."""
+import random
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_info
+
+from harness import engine
+from harness.case import agree, expect
+
+
+def torch_side():
+    return {"torch_randn": torch.randn(3), "np_rand": np.random.rand(2),
+            "py_random": random.random(), "threads": torch.get_num_threads(),
+            "blas_threads": sorted({p["num_threads"] for p in threadpool_info()})}
+
+
+def engine_side():
+    return {"param_id": str(engine.ParamId.new()), "np_rand": np.random.rand(2),
+            "py_random": random.random()}
+
+
+CHECKS = [agree("np_rand"), agree("py_random"), expect("threads", "torch", 1),
+          expect("blas_threads", "torch", [1])]
+'''
+
+
+def write_case(folder: Path, name: str, body: str):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.py").write_text(body)
+    return load_case(folder / f"{name}.py")
+
+
+def test_seeds_and_threads_are_pinned_for_every_run(tmp_path):
+    case = write_case(tmp_path / "cases", "seeded", SEEDED_BY_THE_HARNESS)
+    first = compute_outcome(case, golden_dir=tmp_path / "g1", out_dir=tmp_path / "o1")
+    second = compute_outcome(case, golden_dir=tmp_path / "g2", out_dir=tmp_path / "o2")
+    assert all(r.ok for r in first.checks), [r.message for r in first.checks]
+    assert first.run.nondeterministic == {}
+    assert tree(tmp_path / "o1") == tree(tmp_path / "o2")
+
+
+NOISY = '''"""An engine side with an unseeded generator of its own: different on every call."""
+import random
+
+import numpy as np
+from harness.case import agree
+
+
+def torch_side():
+    return {"y": np.array([1.0, 2.0], np.float32)}
+
+
+def engine_side():
+    return {"y": np.array([1.0, 2.0], np.float32), "noise": random.Random().random()}
+
+
+CHECKS = [agree("y")]
+'''
+
+
+def test_a_side_that_disagrees_with_itself_is_reported_non_deterministic(tmp_path):
+    case = write_case(tmp_path / "cases", "noisy", NOISY)
+    outcome = compute_outcome(case, golden_dir=tmp_path / "golden", out_dir=tmp_path / "out")
+    assert [r.ok for r in outcome.checks] == [True]  # conformance holds
+    engine = outcome.goldens["engine"]
+    assert engine.status == "nondeterministic" and not engine.ok
+    assert engine.message == (
+        "engine side is non-deterministic: two runs in one process differ"
+        " (not a conformance failure)"
+    )
+    assert outcome.goldens["torch"].status == "missing"  # judged normally
+    assert [row.key for row in engine.diff.failures] == ["noise"]
+    assert not (tmp_path / "golden" / "noisy" / "engine.json").exists()  # never blessed
+    assert (tmp_path / "out" / "noisy" / "engine.rerun.json").is_file()
+    assert not outcome.ok
+
+
+def test_the_rerun_file_goes_once_the_side_is_deterministic_again(tmp_path):
+    case = write_case(tmp_path / "cases", "noisy", NOISY)
+    run_case(case, tmp_path / "out")
+    rerun = tmp_path / "out" / "noisy" / "engine.rerun.json"
+    assert rerun.is_file()
+    calm = write_case(tmp_path / "cases", "noisy", NOISY.replace("random.Random()", "random"))
+    assert run_case(calm, tmp_path / "out").nondeterministic == {}
+    assert not rerun.exists()
+
+
+@pytest.mark.parametrize("repeat", [True, False])
+def test_repeat_is_what_detects_it(tmp_path, repeat):
+    case = write_case(tmp_path / "cases", "noisy", NOISY)
+    run = run_case(case, tmp_path / "out", repeat=repeat)
+    assert ("engine" in run.nondeterministic) is repeat
