@@ -404,6 +404,18 @@ class CaseRun:
     env: dict[str, Any] = field(default_factory=dict)
 
 
+def environment() -> dict[str, Any]:
+    """``record.environment()`` with torch loaded first.
+
+    threadpoolctl lists only the thread pools of libraries already loaded, and torch brings
+    its OpenMP runtime: without this the first case of a process would record a ``blas``
+    block different from every later case (and from a ``--jobs`` worker that preloads torch).
+    """
+    with contextlib.suppress(ImportError):
+        import torch  # noqa: F401
+    return record.environment()
+
+
 def run_case(
     case: Case,
     out_dir: Path = OUT_DIR,
@@ -418,7 +430,7 @@ def run_case(
     change what the first run recorded. Values are compared as decoded from the written
     files, so a check sees exactly what the golden stores.
     """
-    env = record.environment()
+    env = environment()
     run = CaseRun(case, {}, {}, {}, {}, env=env)
     for side in SIDES:
         folder = out_dir / case.name

@@ -800,13 +800,18 @@ def _is_record(obj: dict) -> bool:
 
 
 def environment() -> dict:
-    """Versions, platform, BLAS and thread counts; deterministic, no host names or times."""
+    """Versions, platform, BLAS and thread counts; deterministic, no host names or times.
+
+    torch is imported first so that its OpenMP pool is listed whether or not the caller had
+    imported torch already; thread counts are those in force (cases record them pinned).
+    """
+    torch_env = _torch_env()
     return {
         "python": platform.python_version(),
         "numpy": np.__version__,
         "platform": f"{platform.system()}-{platform.machine()}",
         "blas": _blas(),
-        **_torch_env(),
+        **torch_env,
     }
 
 

@@ -102,7 +102,9 @@ def verdict(diff: Diff, divergence: bool = False) -> str:
     text = f"worst={worst} tol={diff.tol.describe()} "
     counted = f"({len(diff.failures)} of {len(diff.rows)} keys)"
     if divergence:
-        return text + ("SAME (divergence vanished)" if diff.ok else f"DIFFER as documented {counted}")
+        return text + (
+            "SAME (divergence vanished)" if diff.ok else f"DIFFER as documented {counted}"
+        )
     if diff.ok:
         return text + "OK"
     return text + f"FAIL {counted}"

@@ -44,6 +44,21 @@ def filled(shape: tuple[int, ...], value: np.generic) -> np.ndarray:
     return out
 
 
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`np.matmul(a, b)`, through `ndarray.dot` where that is the very same BLAS call.
+
+    For 2-D operands laid out for BLAS (C or Fortran contiguous, so transposed views too) with
+    every dim >= 2, both reach the same gemm (or syrk for `a @ a.T`) and give the same bits;
+    `dot` skips the gufunc machinery: ~0.3 us instead of ~0.85 us on small inputs. A dim of 1
+    sends them to different gemv calls whose bits differ, so those stay on `np.matmul`.
+    """
+    if a.ndim == 2 and b.ndim == 2 and a.flags.forc and b.flags.forc:
+        m, k = a.shape
+        if m > 1 and k > 1 and b.shape[1] > 1:
+            return a.dot(b)
+    return np.matmul(a, b)
+
+
 _SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}
 
 
@@ -110,8 +125,8 @@ def matmul_backward(node, g):
     a, b = node.saved
     pa, pb = node.parents
     # swapaxes is a view: BLAS reads the transposed strides, no copy is materialized.
-    ga = unbroadcast(np.matmul(g, b.swapaxes(-1, -2)), a.shape) if pa is not None else None
-    gb = unbroadcast(np.matmul(a.swapaxes(-1, -2), g), b.shape) if pb is not None else None
+    ga = unbroadcast(matmul(g, b.swapaxes(-1, -2)), a.shape) if pa is not None else None
+    gb = unbroadcast(matmul(a.swapaxes(-1, -2), g), b.shape) if pb is not None else None
     return ga, gb
 
 

@@ -33,7 +33,7 @@ from .errors import (
     DTypeMismatchError,
     ShapeError,
 )
-from .rules import NON_DIFFERENTIABLE, along_axis_index, rule_for
+from .rules import NON_DIFFERENTIABLE, along_axis_index, matmul, rule_for
 
 __all__ = ["Tensor"]
 
@@ -613,7 +613,7 @@ class Tensor:
                 "(need rank >= 2 and lhs.shape[-1] == rhs.shape[-2])"
             )
         try:
-            out = np.matmul(a, b)
+            out = matmul(a, b)
         except ValueError:
             raise _broadcast_error("matmul", a, b) from None
         return self._binary(other, out, _R["matmul"], (a, b))
