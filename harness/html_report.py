@@ -33,9 +33,8 @@ from harness.report import (
     format_index,
     format_value,
     header,
-    mismatch_details,
     render_text,
-    structural_problem,
+    row_details,
     verdict,
 )
 
@@ -351,7 +350,7 @@ def _row_cells(row: TensorDiff, labels: tuple[str, str], divergence: bool) -> li
         _e(format_index(row.worst_index)) if row.worst_index is not None else "",
         _value_cell(row.a_worst, row.dtype_a, numeric),
         _value_cell(row.b_worst, row.dtype_b, numeric),
-        _e(_row_details(row, labels)),
+        _e(row_details(row, labels)),
         histogram_html(row, status_cls),
     ]
     return cells
@@ -361,15 +360,6 @@ def _value_cell(value: Any, dtype: str | None, numeric: bool) -> str:
     if value is None and not numeric:
         return ""
     return f"<code>{_e(format_value(value, dtype))}</code>"
-
-
-def _row_details(row: TensorDiff, labels: tuple[str, str]) -> str:
-    problem = structural_problem(row, labels)
-    if problem is not None:
-        return problem
-    if row.ok:
-        return "bit-identical" if row.bit_identical else ""
-    return mismatch_details(row)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -490,12 +490,13 @@ def _markdown_row(row: TensorDiff, labels: tuple[str, str]) -> str:
         format_index(row.worst_index) if row.worst_index is not None else "",
         format_value(row.a_worst, row.dtype_a) if row.a_worst is not None or numeric else "",
         format_value(row.b_worst, row.dtype_b) if row.b_worst is not None or numeric else "",
-        _markdown_details(row, labels),
+        row_details(row, labels),
     ]
     return "| " + " | ".join(_md(c) for c in cells) + " |"
 
 
-def _markdown_details(row: TensorDiff, labels: tuple[str, str]) -> str:
+def row_details(row: TensorDiff, labels: tuple[str, str]) -> str:
+    """The details cell of Markdown and HTML tables: the problem, or the mismatch summary."""
     problem = structural_problem(row, labels)
     if problem is not None:
         return problem
