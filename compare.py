@@ -3,6 +3,8 @@
     python compare.py A.json B.json [--atol X] [--rtol X] [--ulps N] [--keys GLOB]
                       [--json FILE] [--markdown FILE] [--dtype float32|float64]
     python compare.py [--case NAME ...]          run cases (harness.case / harness.session)
+                      [--jobs N] [--shard K/N] [--update-golden [--force]]
+                      [--out DIR] [--golden-dir DIR] [--cases-dir DIR]
 
 Exit codes: 0 everything holds, 1 a check failed, 2 bad usage or unreadable / malformed input
 (one line on stderr naming the file and what is wrong; never a traceback).
@@ -119,8 +121,6 @@ def compare_files(args: argparse.Namespace) -> int:
 
     path_a, path_b = (Path(p) for p in args.files)
     side_a, side_b = _read(path_a, args.dtype), _read(path_b, args.dtype)
-    _warn_read(side_a, side_b)  # after both reads: an unreadable file gives one line only
-    _warn_env(side_a, side_b)
     cli_tol = _cli_tolerance(args)
     diff = diff_values(
         side_a.values,
@@ -134,6 +134,9 @@ def compare_files(args: argparse.Namespace) -> int:
     if args.keys and not diff.rows:
         patterns = " ".join(repr(k) for k in args.keys)
         raise UsageError(f"--keys {patterns} matches no key of {path_a} or {path_b}")
+    # Warnings only once no usage error can follow: an exit-2 run prints exactly one line.
+    _warn_read(side_a, side_b)
+    _warn_env(side_a, side_b)
     print(report.render_text(diff))
     meta = {"files": [str(path_a), str(path_b)], "keys": args.keys}
     if args.json:

@@ -56,7 +56,9 @@ class SideRef:
     def parse(cls, spec: str) -> SideRef:
         side, _, prefix = spec.partition(":")
         if side not in SIDES:
-            raise CaseDefinitionError(f"side {spec!r}: expected 'torch' or 'engine', optionally ':prefix'")
+            raise CaseDefinitionError(
+                f"side {spec!r}: expected 'torch' or 'engine', optionally ':prefix'"
+            )
         return cls(side, prefix)
 
     @property
@@ -64,7 +66,7 @@ class SideRef:
         return f"{self.side}:{self.prefix.rstrip('.')}" if self.prefix else self.side
 
     def select(self, values: Mapping[str, Any], pattern: str) -> dict[str, Any]:
-        """The values whose key is ``prefix + k`` with ``k`` matching ``pattern``, keyed by ``k``."""
+        """The values whose key is ``prefix + k`` with ``k`` matching ``pattern``, keyed by k."""
         picked = {}
         for key, value in values.items():
             if key.startswith(self.prefix):
@@ -198,7 +200,9 @@ def scaled(factor: float, *, rtol: float = 1e-6) -> Relation:
 
     def holds(left: Any, right: Any) -> bool:
         left, right = np.asarray(left, np.float64), np.asarray(right, np.float64)
-        return left.shape == right.shape and bool(np.allclose(left, factor * right, rtol=rtol, atol=0))
+        return left.shape == right.shape and bool(
+            np.allclose(left, factor * right, rtol=rtol, atol=0)
+        )
 
     return Relation(f"left = {factor:g} x right", holds)
 
@@ -293,7 +297,9 @@ def discover(names: Sequence[str] = (), cases_dir: Path = CASES_DIR) -> list[Cas
     paths = {p.stem: p for p in case_paths(cases_dir)}
     unknown = [n for n in names if n not in paths]
     if unknown:
-        raise CaseDefinitionError(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(paths)}")
+        raise CaseDefinitionError(
+            f"unknown case(s) {', '.join(unknown)}; known: {', '.join(paths)}"
+        )
     return [load_case(paths[n]) for n in (names or paths)]
 
 
@@ -404,18 +410,6 @@ class CaseRun:
     env: dict[str, Any] = field(default_factory=dict)
 
 
-def environment() -> dict[str, Any]:
-    """``record.environment()`` with torch loaded first.
-
-    threadpoolctl lists only the thread pools of libraries already loaded, and torch brings
-    its OpenMP runtime: without this the first case of a process would record a ``blas``
-    block different from every later case (and from a ``--jobs`` worker that preloads torch).
-    """
-    with contextlib.suppress(ImportError):
-        import torch  # noqa: F401
-    return record.environment()
-
-
 def run_case(
     case: Case,
     out_dir: Path = OUT_DIR,
@@ -430,33 +424,45 @@ def run_case(
     change what the first run recorded. Values are compared as decoded from the written
     files, so a check sees exactly what the golden stores.
     """
-    env = environment()
+    with pinned("torch"):  # thread counts as the sides run with them: 1 on any machine
+        env = record.environment()
     run = CaseRun(case, {}, {}, {}, {}, env=env)
+    folder = out_dir / case.name
     for side in SIDES:
-        folder = out_dir / case.name
-        path, rerun = folder / f"{side}.json", folder / f"{side}.rerun.json"
         try:
-            record.write_side(path, case.name, side, run_side(case, side), env,
-                              sidecar_threshold=sidecar_threshold)  # fmt: skip
-            run.texts[side], run.paths[side] = path.read_text(encoding="utf-8"), path
-            run.values[side] = record.read_side(path).values
-            again = run_side(case, side) if repeat else None
-        except Exception as exc:
+            first = run_side(case, side)
+        except Exception as exc:  # a case error is a finding to report, not a crash
             run.error = f"{side}_side raised {exc!r}"
             return run
-        if again is not None and side_text(case.name, side, again, env, sidecar_threshold) != (
-            run.texts[side]
-        ):
-            run.nondeterministic[side] = _self_diff(run, side, again, rerun, sidecar_threshold)
-        else:
-            remove_side_file(rerun)  # a rerun file left by an earlier non-deterministic run
+        _write_out(run, side, first, folder, sidecar_threshold)
+        try:
+            again = run_side(case, side) if repeat else None
+        except Exception as exc:
+            run.error = f"{side}_side raised {exc!r} on its second run"
+            return run
+        _compare_runs(run, side, again, folder, sidecar_threshold)
     return run
 
 
-def _self_diff(run: CaseRun, side: str, again: Mapping, rerun: Path, threshold: int) -> Diff:
-    """Write the second run beside the first (for review) and diff the two exactly."""
+def _write_out(run: CaseRun, side: str, values: Mapping, folder: Path, threshold: int) -> None:
+    """Write ``<side>.json`` (and sidecars); keep its text and the values decoded from it."""
+    path = folder / f"{side}.json"
+    record.write_side(path, run.case.name, side, values, run.env, sidecar_threshold=threshold)
+    run.texts[side], run.paths[side] = path.read_text(encoding="utf-8"), path
+    run.values[side] = record.read_side(path).values
+
+
+def _compare_runs(
+    run: CaseRun, side: str, again: Mapping | None, folder: Path, threshold: int
+) -> None:
+    """Record a self-disagreement, keeping the second run as ``<side>.rerun.json`` for review."""
+    rerun = folder / f"{side}.rerun.json"
+    text = None if again is None else side_text(run.case.name, side, again, run.env, threshold)
+    if text is None or text == run.texts[side]:
+        remove_side_file(rerun)  # left by an earlier non-deterministic run
+        return
     record.write_side(rerun, run.case.name, side, again, run.env, sidecar_threshold=threshold)
-    return diff_values(
+    run.nondeterministic[side] = diff_values(
         run.values[side],
         record.read_side(rerun).values,
         tol_for=lambda key, dtype: Tolerance.exact(),
@@ -501,7 +507,9 @@ def evaluate_check(run: CaseRun, check: Check) -> CheckResult:
     )
     if isinstance(check, Agree):
         message = "agree" if diff.ok else "values disagree"
-        return CheckResult(check, diff.ok, diff, f"{message} ({check.note})" if check.note else message)
+        return CheckResult(
+            check, diff.ok, diff, f"{message} ({check.note})" if check.note else message
+        )
     return _evaluate_differ(check, diff, left, right)
 
 
@@ -525,7 +533,9 @@ def _evaluate_differ(check: Differ, diff: Diff, left: dict, right: dict) -> Chec
     if broken:
         message = f"values differ but the relation '{check.relation.text}' fails for {broken}"
         return CheckResult(check, False, diff, message, documented_by)
-    return CheckResult(check, True, diff, f"differ as documented: {check.relation.text}", documented_by)
+    return CheckResult(
+        check, True, diff, f"differ as documented: {check.relation.text}", documented_by
+    )
 
 
 def _evaluate_expect(run: CaseRun, check: Expect) -> CheckResult:
@@ -555,11 +565,15 @@ def resolve_because(dotted: str) -> str:
         for attr in parts[cut:]:
             obj = getattr(obj, attr, None)
             if obj is None:
-                raise CaseDefinitionError(f"because={dotted!r}: {attr!r} not found in {module_name}")
+                raise CaseDefinitionError(
+                    f"because={dotted!r}: {attr!r} not found in {module_name}"
+                )
         break
     if obj is None:
         raise CaseDefinitionError(f"because={dotted!r}: no such module")
     doc = (getattr(obj, "__doc__", None) or "").strip()
     if "PyTorch" not in doc:
-        raise CaseDefinitionError(f"because={dotted!r}: its docstring does not document a PyTorch difference")
+        raise CaseDefinitionError(
+            f"because={dotted!r}: its docstring does not document a PyTorch difference"
+        )
     return doc.splitlines()[0]

@@ -209,11 +209,10 @@ def _worker_context() -> multiprocessing.context.BaseContext:
 
     Forking a process whose torch / OpenMP thread pools are running can deadlock the child
     (pytest, or a caller that ran cases first, may have started them). The fork server
-    imports torch once, before any pool exists, so each worker still starts in milliseconds;
-    ``torch._dynamo`` too, which the first ``torch.optim`` optimizer imports (seconds).
+    imports torch once, before any pool exists, so each worker still starts in milliseconds.
     """
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["harness.session", "torch", "torch._dynamo"])
+    context.set_forkserver_preload(["harness.session", "torch"])
     return context
 
 

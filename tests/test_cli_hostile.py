@@ -92,9 +92,14 @@ VALUES = (
     | tensors()
     | st.fixed_dictionaries({"error": st.text(max_size=3), "message": st.text(max_size=6)})
     | st.fixed_dictionaries(
-        {"dtype": st.just("float32"), "shape": st.just([2]), "sidecar": st.just("x.npy"),
-         "sha256": st.just("0" * 64), "summary": st.just({})}
-    )  # fmt: skip
+        {
+            "dtype": st.just("float32"),
+            "shape": st.just([2]),
+            "sidecar": st.just("x.npy"),
+            "sha256": st.just("0" * 64),
+            "summary": st.just({}),
+        }
+    )
     | PLAIN
     | RAW_VALUES
     | st.dictionaries(st.sampled_from(KEYS), tensors() | PLAIN, max_size=2)  # nesting
@@ -199,11 +204,17 @@ def folder(tmp_path_factory):
     return tmp_path_factory.mktemp("hostile_cli")
 
 
+OPTIONS = st.sampled_from(
+    [[], [], ["--atol", "0.5"], ["--ulps", "3"], ["--rtol", "1e-3", "--dtype", "float64"],
+     ["--keys", "w*"], ["--keys", "[a-"], ["--keys", "nothing"]]
+)  # fmt: skip
+
+
 @HOSTILE
-@given(pair=PAIRS, tolerance=st.sampled_from([[], ["--atol", "0.5"], ["--ulps", "3"]]))
-def test_hostile_pairs_end_in_0_1_or_2_with_one_line(folder, capsys, pair, tolerance):
+@given(pair=PAIRS, options=OPTIONS)
+def test_hostile_pairs_end_in_0_1_or_2_with_one_line(folder, capsys, pair, options):
     paths = (materialize(folder, pair[0], "a"), materialize(folder, pair[1], "b"))
-    code, out, err = run_main(capsys, str(paths[0]), str(paths[1]), *tolerance)
+    code, out, err = run_main(capsys, str(paths[0]), str(paths[1]), *options)
     assert_contract(code, out, err, paths)
 
 
@@ -235,12 +246,21 @@ GOOD = strict({"w": {"dtype": "float32", "shape": [1], "data": [1.0]}})
 @pytest.mark.parametrize(
     ("content", "key", "problem"),
     [
-        (strict({"w": Raw('{"dtype": "float32", "shape": [1], "data": [NaN]}')}), "w",
-         "data[0] is a bare nan literal"),
-        (strict({"w": {"dtype": "float32", "shape": [1], "data": [1e39]}}), "w",
-         "is not exactly a float32 value"),
-        (strict({"w": {"dtype": "float32", "shape": [2, 2], "data": [1.0]}}), "w",
-         "data has 1 entries but shape [2, 2] needs 4"),
+        (
+            strict({"w": Raw('{"dtype": "float32", "shape": [1], "data": [NaN]}')}),
+            "w",
+            "data[0] is a bare nan literal",
+        ),
+        (
+            strict({"w": {"dtype": "float32", "shape": [1], "data": [1e39]}}),
+            "w",
+            "is not exactly a float32 value",
+        ),
+        (
+            strict({"w": {"dtype": "float32", "shape": [2, 2], "data": [1.0]}}),
+            "w",
+            "data has 1 entries but shape [2, 2] needs 4",
+        ),
         (b'{"x": [[1, 2], [3]]}', "x", "ragged nested list"),
         (b'{"x": 1, "x": 2}', "x", "duplicate key"),
         (b'{"x": [1e39]}', "x", "overflows float32"),

@@ -47,7 +47,7 @@ def test_two_script_runs_write_byte_identical_files(tmp_path):
     assert second.stdout.replace("run2", "run1") == first.stdout
 
 
-SEEDED_BY_THE_HARNESS = '''"""Unseeded draws from every generator a case may touch; the harness seeds them all."""
+SEEDED_BY_THE_HARNESS = '''"""Unseeded draws from every generator: the harness seeds them."""
 import random
 
 import numpy as np
@@ -83,10 +83,13 @@ def write_case(folder: Path, name: str, body: str):
 def test_seeds_and_threads_are_pinned_for_every_run(tmp_path):
     case = write_case(tmp_path / "cases", "seeded", SEEDED_BY_THE_HARNESS)
     first = compute_outcome(case, golden_dir=tmp_path / "g1", out_dir=tmp_path / "o1")
-    second = compute_outcome(case, golden_dir=tmp_path / "g2", out_dir=tmp_path / "o2")
+    compute_outcome(case, golden_dir=tmp_path / "g2", out_dir=tmp_path / "o2")
     assert all(r.ok for r in first.checks), [r.message for r in first.checks]
     assert first.run.nondeterministic == {}
     assert tree(tmp_path / "o1") == tree(tmp_path / "o2")
+    # The recorded environment shows the pinned counts, so goldens do not carry the core count.
+    assert first.run.env["torch_threads"] == 1
+    assert {pool["num_threads"] for pool in first.run.env["blas"]} == {1}
 
 
 NOISY = '''"""An engine side with an unseeded generator of its own: different on every call."""
