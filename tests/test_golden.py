@@ -156,3 +156,11 @@ def test_full_cycle_through_outcomes(tmp_path):
     out = json.loads((tmp_path / "out" / "tiny" / "engine.json").read_text())
     assert out["values"]["y"]["data"] == [1.0, 2.0]
     assert isinstance(case.checks[0], type(agree("y")))
+
+
+def test_fingerprint_covers_versions_blas_and_threads_of_the_real_environment():
+    env = record.environment()
+    fingerprint = golden.fingerprint(env)
+    assert set(fingerprint) == {"torch", "torch_threads", "numpy", "python", "platform", "blas"}
+    assert all(fingerprint[key] == env[key] for key in fingerprint)
+    assert golden.fingerprint({**env, "numpy": "0.0"}) != fingerprint
