@@ -257,7 +257,8 @@ def consume_map(module: Module, fn: Callable[[Param], Param]) -> Module:
     out = new.__dict__
     try:
         for name in list(fields):
-            out[name] = _map_value(fields.pop(name), fn)
+            value = fields.pop(name)
+            out[name] = fn(value) if value.__class__ is Param else _map_value(value, fn)
     finally:
         consume(module)
     return new
@@ -341,7 +342,8 @@ class Module:
         new = object.__new__(self.__class__)
         fields = new.__dict__
         for name, value in self.__dict__.items():
-            fields[name] = _map_value(value, fn)
+            # Params first, inline: the optimizer maps every param of every step.
+            fields[name] = fn(value) if value.__class__ is Param else _map_value(value, fn)
         return new
 
     def clone(self) -> Module:
@@ -371,10 +373,11 @@ def _same_param(param: Param) -> Param:
 
 
 def _map_value(value, fn: Callable[[Param], Param]):
-    if value.__class__ is Param or isinstance(value, Param):
-        return fn(value)
+    # Sub-modules first: the callers map exact Params inline before calling here.
     if isinstance(value, Module):
         return value.map(fn)
+    if isinstance(value, Param):
+        return fn(value)
     if isinstance(value, (list, tuple)) and any(
         isinstance(v, (Param, Module, list, tuple)) for v in value
     ):
@@ -424,7 +427,7 @@ class Linear(Module):
     def forward(self, x: Tensor) -> Tensor:
         out = x.matmul(self.weight._value)
         bias = self.bias
-        return out if bias is None else out + bias._value
+        return out if bias is None else out.add(bias._value)
 
 
 # ---- Relu / Dropout -----------------------------------------------------------------------

@@ -33,14 +33,15 @@ from .errors import (
     DTypeMismatchError,
     ShapeError,
 )
-from .rules import NON_DIFFERENTIABLE, along_axis_index, matmul, rule_for
+from .rules import BACKWARD_RULES, NON_DIFFERENTIABLE, along_axis_index, matmul, rule_for, zero_of
 
 __all__ = ["Tensor"]
 
 _PLAIN = Device.flex()
 _AUTODIFF = _PLAIN.autodiff()
 _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_KEPT_DTYPES = (*_FLOAT_DTYPES, np.dtype(np.int64), np.dtype(np.bool_))
+_INT64 = np.dtype(np.int64)
+_KEPT_DTYPES = (*_FLOAT_DTYPES, _INT64, np.dtype(np.bool_))
 
 # Every op of the Tensor API; each has a backward rule or is declared non-differentiable
 # (tests/engine/test_autodiff_rules.py checks this list against the tables).
@@ -111,9 +112,12 @@ TENSOR_OPS = {
 }
 
 
-# Rules are looked up once at import: an op above with neither a rule nor a declaration as
-# non-differentiable fails loudly here, naming the op.
-_R = {op: rule_for(op) for op in set(TENSOR_OPS.values()) if op not in NON_DIFFERENTIABLE}
+# An op above with neither a rule nor a declaration as non-differentiable fails loudly here, at
+# import, naming the op. Ops then read the one table itself at call time (`_R` is the same
+# dict), so there is no second copy that could disagree with it.
+for _op in sorted(set(TENSOR_OPS.values()) - set(NON_DIFFERENTIABLE)):
+    rule_for(_op)
+_R = BACKWARD_RULES
 
 
 def _fmt(shape: tuple[int, ...]) -> str:
@@ -147,6 +151,8 @@ def _check_device(device) -> Device:
 
 
 def _norm_dim(op: str, dim: int, ndim: int) -> int:
+    if dim.__class__ is int and 0 <= dim < ndim:
+        return dim
     if not -ndim <= dim < ndim:
         raise ShapeError(f"{op}: dim {dim} out of range for a tensor of rank {ndim}")
     return dim % ndim
@@ -193,6 +199,22 @@ class Tensor:
         if device is _PLAIN:
             return Tensor(array, _PLAIN, None)
         return Tensor(array, _AUTODIFF, Node(next_node_id(), GRAD, None, 0, None, None))
+
+    @staticmethod
+    def _plain(array: np.ndarray) -> Tensor:
+        """Internal: a plain tensor around `array` (a gradient), without copying."""
+        return Tensor(array, _PLAIN, None)
+
+    def _updated(self, array: np.ndarray) -> Tensor:
+        """Internal: a fresh leaf holding `array` (not copied) with this tensor's device and its
+        require-grad flag: an optimizer update, burn's `Tensor::from_inner(new)` followed by
+        `require_grad()` when the old value required it."""
+        node = self._node
+        if node is None:
+            return Tensor(array, _PLAIN, None)
+        if node.requirement is GRAD:
+            return Tensor(array, _AUTODIFF, Node(next_node_id(), GRAD, None, 0, None, None))
+        return Tensor(array, _AUTODIFF, Node(next_node_id(), NONE, None, 0, None, None))
 
     @staticmethod
     def from_floats(data, device: Device, dtype="float32") -> Tensor:
@@ -462,12 +484,18 @@ class Tensor:
                     f"{self.device!r} and {other.device!r}"
                 )
             return Tensor(out, _PLAIN, None)
-        ta = na.requirement is not NONE
-        tb = nb.requirement is not NONE
-        if not (ta or tb):
-            return Tensor(out, _AUTODIFF, Node(next_node_id(), NONE, None, 0, None, None))
-        order = max(na.order if ta else 0, nb.order if tb else 0) + 1
-        parents = (na if ta else None, nb if tb else None)
+        # Branches rather than max() and conditional tuples: this runs for every binary op.
+        if na.requirement is NONE:
+            if nb.requirement is NONE:
+                return Tensor(out, _AUTODIFF, Node(next_node_id(), NONE, None, 0, None, None))
+            parents = (None, nb)
+            order = nb.order + 1
+        elif nb.requirement is NONE:
+            parents = (na, None)
+            order = na.order + 1
+        else:
+            parents = (na, nb)
+            order = (na.order if na.order > nb.order else nb.order) + 1
         return Tensor(
             out, _AUTODIFF, Node(next_node_id(), GRAD_IN_BACKWARD, parents, order, rule, saved)
         )
@@ -666,7 +694,8 @@ class Tensor:
 
     def relu(self) -> Tensor:
         """max(x, 0); the gradient at exactly 0 is 0 (burn masks where output <= 0)."""
-        out = np.maximum(self._data, 0)
+        x = self._data
+        out = np.maximum(x, zero_of(x.dtype))
         return self._unary(out, _R["relu"], out)
 
     def clamp(self, min=None, max=None) -> Tensor:
@@ -742,7 +771,8 @@ class Tensor:
         x = self._data
         n = x.dtype.type(x.size)
         # sum then divide in the tensor dtype, as burn does (np.mean divides in float64).
-        out = (np.add.reduce(x, axis=None) / n).reshape(1)
+        # np.array((scalar,)) keeps the scalar's dtype, in half the time of scalar.reshape(1).
+        out = np.array((np.add.reduce(x, axis=None) / n,))
         return self._unary(out, _R["mean"], (x.shape, n))
 
     def sum_dim(self, dim: int) -> Tensor:
@@ -889,7 +919,7 @@ class Tensor:
         """`out[i][j] = self[i][indices[i][j]]` along `dim` (indices int64, same rank)."""
         x = self._data
         idx = indices._data
-        if idx.dtype != np.int64:
+        if idx.dtype is not _INT64 and idx.dtype != _INT64:
             raise TypeError(f"gather: indices must be int64, got {idx.dtype}")
         d = _norm_dim("gather", dim, x.ndim)
         if idx.ndim != x.ndim:

@@ -1,8 +1,8 @@
 """Inject a bug into the engine for a while: flip the sign of one backward rule.
 
-The engine looks its rules up once, at import, into `harness.engine.tensor._R`; patching
-`BACKWARD_RULES` alone would change nothing that ops use. So both tables are patched, and
-restored on exit. Used by the tests that show the matrix and the fuzzer catch a wrong rule.
+Ops read the one table `BACKWARD_RULES` at call time, so patching an entry takes effect at
+once; it is restored on exit. Used by the tests that show the matrix and the fuzzer catch a
+wrong rule.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from collections.abc import Iterator
 import numpy as np
 
 from harness.engine import rules
-from harness.engine import tensor as tensor_module
 
 
 def negated(rule):
@@ -28,16 +27,13 @@ def negated(rule):
 
 @contextlib.contextmanager
 def patched_rule(op: str, rule) -> Iterator[None]:
-    """Use `rule` as the backward rule of `op` inside the block (both lookup tables)."""
-    tables = [rules.BACKWARD_RULES, tensor_module._R]
-    saved = [t[op] for t in tables]
+    """Use `rule` as the backward rule of `op` inside the block."""
+    saved = rules.BACKWARD_RULES[op]
+    rules.BACKWARD_RULES[op] = rule
     try:
-        for t in tables:
-            t[op] = rule
         yield
     finally:
-        for t, old in zip(tables, saved, strict=True):
-            t[op] = old
+        rules.BACKWARD_RULES[op] = saved
 
 
 @contextlib.contextmanager
