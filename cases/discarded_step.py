@@ -58,7 +58,11 @@ def engine_side():
     adam.step(A1_LR, model.clone(), GradientsParams.from_grads(loss_before.backward(), model))
     step_count = adam.to_record()[model.fc1.weight.id].time
     loss_unchanged = _same(loss_fn.forward(model.forward(x), y), loss_before)
-    adam.step(A1_LR, model, GradientsParams.from_grads(loss_fn.forward(model.forward(x), y).backward(), model))
+    adam.step(
+        A1_LR,
+        model,
+        GradientsParams.from_grads(loss_fn.forward(model.forward(x), y).backward(), model),
+    )
     return {
         "sgd": sgd,
         "adam.state_steps": step_count,
@@ -73,7 +77,10 @@ CHECKS = [
     differ(
         "*loss_unchanged",
         because="harness.engine.optim.ModuleOptimizer.step",
-        relation=predicate("PyTorch's loss moved; the engine's discarded step left it unchanged", lambda t, e: not t and e),
+        relation=predicate(
+            "PyTorch's loss moved; the engine's discarded step left it unchanged",
+            lambda t, e: not t and e,
+        ),
     ),
     agree("adam.state_steps"),
     expect("adam.state_steps", "engine", 1),
@@ -87,6 +94,9 @@ CHECKS = [
     expect(
         "use_after_step",
         "engine",
-        predicate(f"MovedValueError naming {_MOVED_FIX!r}", lambda e, _: _MOVED_FIX in getattr(e, "message", "")),
+        predicate(
+            f"MovedValueError naming {_MOVED_FIX!r}",
+            lambda e, _: _MOVED_FIX in getattr(e, "message", ""),
+        ),
     ),
 ]

@@ -15,7 +15,9 @@ from harness.a1 import A1_HALVES, a1_engine, a1_torch, engine_grads, torch_grads
 from harness.case import agree
 from harness.engine import CrossEntropyLossConfig, Device, GradientsAccumulator, GradientsParams
 
-SUMMATION_ORDER = "close, not bit-identical: two partial sums added differ from one sum of four rows"
+SUMMATION_ORDER = (
+    "close, not bit-identical: two partial sums added differ from one sum of four rows"
+)
 
 
 def torch_side():
@@ -40,7 +42,9 @@ def engine_side():
     model, x, y = a1_engine(device)
     accumulator = GradientsAccumulator()
     for start, stop in A1_HALVES:
-        loss = loss_fn.forward(model.forward(x.slice([(start, stop)])), y.slice([(start, stop)])) / 2
+        loss = (
+            loss_fn.forward(model.forward(x.slice([(start, stop)])), y.slice([(start, stop)])) / 2
+        )
         accumulator.accumulate(model, GradientsParams.from_grads(loss.backward(), model))
     return {"full.grads": full_grads, "acc.grads": engine_grads(accumulator.grads(), model)}
 

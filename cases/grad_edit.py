@@ -59,6 +59,9 @@ CHECKS = [
     differ(
         "handle_after_edit",
         because="harness.engine.tensor.Tensor.grad_replace",
-        relation=predicate("PyTorch's handle sees the clamp, the engine's keeps [20, 40]", _edit_visible_in_torch_only),
+        relation=predicate(
+            "PyTorch's handle sees the clamp, the engine's keeps [20, 40]",
+            _edit_visible_in_torch_only,
+        ),
     ),
 ]

@@ -4,7 +4,8 @@
 ``(x*x).sum()`` is computed twice from scratch with ``x = [1, 2]``. PyTorch's ``x.grad`` is
 ``[2, 4]`` and then ``[4, 8]`` (no ``zero_grad`` in between); the engine gives ``[2, 4]`` both
 times, and the sum of its two containers equals PyTorch's second value. PyTorch's functional
-``torch.autograd.grad`` returns the gradient without touching ``x.grad``: that is the engine's model.
+``torch.autograd.grad`` returns the gradient without touching ``x.grad``: that is the engine's
+model.
 """
 
 import torch

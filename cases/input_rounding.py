@@ -47,7 +47,10 @@ def engine_side():
 
 def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Elementwise ULP distance of two float32 arrays (ordered-integer mapping)."""
-    flat = [abs(ordered_int(x, "float32") - ordered_int(y, "float32")) for x, y in zip(a.ravel(), b.ravel())]
+    flat = [
+        abs(ordered_int(x, "float32") - ordered_int(y, "float32"))
+        for x, y in zip(a.ravel(), b.ravel(), strict=True)
+    ]
     return np.array(flat, dtype=np.int64).reshape(a.shape)
 
 
@@ -69,7 +72,10 @@ CHECKS = [
         right="engine:rounded.inputs.",
         because="harness.a1.a1_arrays",
         tol=Tolerance.exact(reason="any difference in the inputs is the subject"),
-        relation=predicate("at most 3 ULP apart", lambda a, b: bool(np.all(np.abs(a.view(np.int32) - b.view(np.int32)) <= 3))),
+        relation=predicate(
+            "at most 3 ULP apart",
+            lambda a, b: bool(np.all(np.abs(a.view(np.int32) - b.view(np.int32)) <= 3)),
+        ),
     ),
     expect("input_ulps.*", "engine", predicate("between 0 and 3 ULP", _few_ulps)),
     *[

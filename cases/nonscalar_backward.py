@@ -9,7 +9,6 @@ seeds with ones, which is the same as calling ``sum()`` first.
 import torch
 
 from harness.case import agree, capture, differ, raises_vs_value
-
 from harness.engine import Device, Tensor
 
 

@@ -43,7 +43,9 @@ CHECKS = [
     differ(
         "first_is_tracked",
         because="harness.engine.tensor.Tensor.backward",
-        relation=predicate("PyTorch's gradient is tracked, the engine's is plain", lambda t, e: t and not e),
+        relation=predicate(
+            "PyTorch's gradient is tracked, the engine's is plain", lambda t, e: t and not e
+        ),
     ),
     differ(
         "second",
@@ -55,6 +57,8 @@ CHECKS = [
     expect(
         "second",
         "engine",
-        predicate(f"raises {BACKWARD_ERROR!r}", lambda e, _: getattr(e, "message", None) == BACKWARD_ERROR),
+        predicate(
+            f"raises {BACKWARD_ERROR!r}", lambda e, _: getattr(e, "message", None) == BACKWARD_ERROR
+        ),
     ),
 ]

@@ -56,7 +56,10 @@ CHECKS = [
     differ(
         "handle.fc1.weight",
         because="harness.engine.module.Module.clone",
-        relation=predicate("PyTorch's alias shows the update, the engine's clone the initial weights", _torch_moved_engine_kept),
+        relation=predicate(
+            "PyTorch's alias shows the update, the engine's clone the initial weights",
+            _torch_moved_engine_kept,
+        ),
     ),
     agree("fc1.weight", "torch:copy.", "engine:handle."),
     expect("alias_*", "torch", True),

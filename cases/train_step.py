@@ -8,7 +8,15 @@ here so the numbers can be compared (``cross_entropy_variants`` shows the shape 
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import A1_LR, a1_engine, a1_torch, engine_grads, engine_params, torch_grads, torch_params
+from harness.a1 import (
+    A1_LR,
+    a1_engine,
+    a1_torch,
+    engine_grads,
+    engine_params,
+    torch_grads,
+    torch_params,
+)
 from harness.case import agree
 from harness.engine import CrossEntropyLossConfig, Device, GradientsParams, SgdConfig
 

@@ -57,5 +57,10 @@ CHECKS = [
     expect("warned", "engine", False),
     expect("num_grads", "engine", 0),
     expect("bound_has_grads", "torch", False),
-    *[expect(f"trained.{name}", side, equals(value)) for name, value in a1_arrays().items() if "." in name for side in ("torch", "engine")],
+    *[
+        expect(f"trained.{name}", side, equals(value))
+        for name, value in a1_arrays().items()
+        if "." in name
+        for side in ("torch", "engine")
+    ],
 ]

@@ -197,9 +197,15 @@ class TestLoadCase:
         ("body", "message"),
         [
             ("def engine_side(): pass\nCHECKS=[1]\n", "torch_side: missing"),
-            ('"""D."""\ndef torch_side(): pass\ndef engine_side(): pass\nCHECKS=[]\n', "CHECKS: empty"),
+            (
+                '"""D."""\ndef torch_side(): pass\ndef engine_side(): pass\nCHECKS=[]\n',
+                "CHECKS: empty",
+            ),
             ("def torch_side(): pass\ndef engine_side(): pass\nCHECKS=[1]\n", "docstring: missing"),
-            ('"""D."""\ndef torch_side(): pass\ndef engine_side(): pass\nCHECKS=[1]\n', "is not agree/differ/expect"),
+            (
+                '"""D."""\ndef torch_side(): pass\ndef engine_side(): pass\nCHECKS=[1]\n',
+                "is not agree/differ/expect",
+            ),
         ],
     )
     def test_malformed_case_names_file_and_problem(self, tmp_path, body, message):

@@ -73,12 +73,18 @@ def test_last_bit_change_needs_identity_only_in_same_environment(golden_dir, tmp
     golden.check_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
 
     same_env, _ = side_text({"y": np.array([one_ulp_up(1.0)], np.float32)})
-    result = golden.check_golden(FakeCase(), "engine", same_env, decoded(same_env, tmp_path), golden_dir)
+    result = golden.check_golden(
+        FakeCase(), "engine", same_env, decoded(same_env, tmp_path), golden_dir
+    )
     assert (result.status, result.ok) == ("mismatch", False)
     assert "environment fingerprint matches" in result.message
 
-    other_env, _ = side_text({"y": np.array([one_ulp_up(1.0)], np.float32)}, {**ENV, "numpy": "9.9"})
-    result = golden.check_golden(FakeCase(), "engine", other_env, decoded(other_env, tmp_path), golden_dir)
+    other_env, _ = side_text(
+        {"y": np.array([one_ulp_up(1.0)], np.float32)}, {**ENV, "numpy": "9.9"}
+    )
+    result = golden.check_golden(
+        FakeCase(), "engine", other_env, decoded(other_env, tmp_path), golden_dir
+    )
     assert (result.status, result.ok) == ("within_tol", True)
 
 
@@ -138,7 +144,10 @@ def test_update_refuses_a_case_whose_agree_checks_fail(tmp_path):
     refused = compute_outcome(case, update=True, **dirs)
     for side in SIDES:
         assert refused.goldens[side].status == "refused"
-        assert refused.goldens[side].message == "refusing to bless tiny: its agree checks fail (fix them, or pass --force)"
+        assert (
+            refused.goldens[side].message
+            == "refusing to bless tiny: its agree checks fail (fix them, or pass --force)"
+        )
     assert not (tmp_path / "golden" / "tiny").exists()
 
     forced = compute_outcome(case, update=True, force=True, **dirs)
