@@ -34,6 +34,8 @@ def engine_side():
     return {
         "first": first,
         "first_is_tracked": first.is_autodiff() or first.is_require_grad(),
+        "first.is_autodiff": first.is_autodiff(),
+        "first.is_require_grad": first.is_require_grad(),
         "second": capture(lambda: first.sum().backward()),
     }
 
@@ -54,6 +56,7 @@ CHECKS = [
         because="harness.engine.tensor.Tensor.backward",
         relation=raises_vs_value(),
     ),
+    expect("first.is_*", "engine", False),
     expect(
         "second",
         "engine",
