@@ -31,6 +31,10 @@ __all__ = [
     "a1_arrays",
     "a1_engine",
     "a1_torch",
+    "engine_grads",
+    "engine_params",
+    "torch_grads",
+    "torch_params",
 ]
 
 Rounding = Literal["once", "float32"]

@@ -5,8 +5,8 @@ Each submodule re-exports its public names in its own block below; append new bl
 the existing ones as they are.
 """
 
-# --- device.py, tensor.py, autodiff.py (engine core) ---
-from .autodiff import BACKWARD_RULES, NON_DIFFERENTIABLE, Gradients, unbroadcast
+# --- device.py, errors.py, rules.py, autodiff.py, tensor.py (engine core) ---
+from .autodiff import Gradients
 from .device import Device
 from .errors import (
     AutodiffError,
@@ -15,6 +15,7 @@ from .errors import (
     MissingRuleError,
     ShapeError,
 )
+from .rules import BACKWARD_RULES, NON_DIFFERENTIABLE, unbroadcast
 from .tensor import Tensor
 
 __all__ = [

@@ -15,21 +15,8 @@ from operator import attrgetter
 import numpy as np
 
 from .errors import BACKWARD_UNTRACKED, NO_STEP_REGISTERED, AutodiffError
-from .rules import BACKWARD_RULES, NON_DIFFERENTIABLE, rule_for, unbroadcast
 
-__all__ = [
-    "BACKWARD_RULES",
-    "GRAD",
-    "GRAD_IN_BACKWARD",
-    "NONE",
-    "NON_DIFFERENTIABLE",
-    "Gradients",
-    "Node",
-    "backward",
-    "next_node_id",
-    "rule_for",
-    "unbroadcast",
-]
+__all__ = ["GRAD", "GRAD_IN_BACKWARD", "NONE", "Gradients", "Node", "backward", "next_node_id"]
 
 GRAD = "grad"
 GRAD_IN_BACKWARD = "grad_in_backward"
@@ -61,16 +48,6 @@ class Node:
         return f"Node(id={self.id}, {self.requirement}, order={self.order}, step={rule})"
 
 
-def untracked_node() -> Node:
-    """A fresh untracked node (requirement `none`)."""
-    return Node(next_node_id(), NONE, None, 0, None, None)
-
-
-def marked_leaf_node(node_id: int | None = None) -> Node:
-    """A leaf marked with `require_grad()`; keeps `node_id` when converting an untracked leaf."""
-    return Node(next_node_id() if node_id is None else node_id, GRAD, None, 0, None, None)
-
-
 class Gradients:
     """The gradients of one backward pass, keyed by node id.
 
@@ -90,10 +67,6 @@ class Gradients:
 
     def __contains__(self, node_id: int) -> bool:
         return node_id in self._grads
-
-    def node_ids(self) -> list[int]:
-        """Ids of the nodes that hold a gradient, in insertion order."""
-        return list(self._grads)
 
     def __repr__(self) -> str:
         return f"Gradients({len(self._grads)} entries)"
@@ -118,7 +91,7 @@ def backward(root: Node | None, shape: tuple[int, ...], dtype: np.dtype) -> Grad
         return Gradients({root.id: seed})
     if root.rule is None:
         raise AutodiffError(NO_STEP_REGISTERED)
-    steps, _ = _collect_steps(root)
+    steps = _collect_steps(root)
     root.grad = seed
     leaves: dict[int, np.ndarray] = {}
     try:
@@ -175,21 +148,19 @@ _by_id = attrgetter("id")
 _by_order = attrgetter("order")
 
 
-def _collect_steps(root: Node) -> tuple[list[Node], set[int]]:
-    """Nodes with a pending step reachable from root, deepest first, and the marked leaves."""
+def _collect_steps(root: Node) -> list[Node]:
+    """Nodes with a pending step reachable from root, deepest first.
+
+    Marked leaves are not collected: `_run_steps` finds them as parents of the steps it runs.
+    """
     steps = [root]
     append = steps.append
-    leaf_ids: set[int] = set()
     seen = {root.id}
     # Breadth first: `steps` is its own queue (a for loop sees the items appended meanwhile).
     for node in steps:
         for parent in node.parents:
-            if parent is None:
-                continue
-            if parent.rule is None:
-                # A marked leaf (a set, so no `seen` check), or a step consumed earlier.
-                if parent.requirement is GRAD:
-                    leaf_ids.add(parent.id)
+            # No pending step: a marked leaf, or a step an earlier backward consumed.
+            if parent is None or parent.rule is None:
                 continue
             pid = parent.id
             if pid not in seen:
@@ -200,4 +171,4 @@ def _collect_steps(root: Node) -> tuple[list[Node], set[int]]:
     if len(steps) > 1:
         steps.sort(key=_by_id, reverse=True)
         steps.sort(key=_by_order, reverse=True)
-    return steps, leaf_ids
+    return steps

@@ -43,14 +43,26 @@ class Reduction(Enum):
     Auto = "auto"
 
 
+def _f32_or_none(value: float | None) -> float | None:
+    """burn stores `smoothing` as an f32: round once, at `init()`."""
+    return None if value is None else float(np.float32(value))
+
+
 def _check_smoothing_and_weights(smoothing: float | None, weights: Sequence[float] | None):
     """burn's config assertions (shared by both cross-entropies), run at `init()`."""
-    if smoothing is not None:
-        alpha = float(np.float32(smoothing))
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(SMOOTHING_RANGE.format(alpha=rust_float(alpha, f32=True)))
+    alpha = _f32_or_none(smoothing)
+    if alpha is not None and not 0.0 <= alpha <= 1.0:
+        raise ValueError(SMOOTHING_RANGE.format(alpha=rust_float(alpha, f32=True)))
     if weights is not None and not all(float(np.float32(w)) > 0.0 for w in weights):
         raise ValueError(WEIGHTS_POSITIVE)
+
+
+def _smooth(targets: np.ndarray, alpha: float, classes: int) -> np.ndarray:
+    """burn's label smoothing `targets * (1 - alpha) + alpha / C`: f32 scalars (as burn's
+    fields), cast to the targets' dtype before the tensor ops."""
+    dt = targets.dtype.type
+    a32 = np.float32(alpha)
+    return targets * dt(np.float32(1.0) - a32) + dt(a32 / np.float32(classes))
 
 
 def _weights_tensor(weights: Sequence[float] | None, device) -> Tensor | None:
@@ -83,7 +95,7 @@ class CrossEntropyLossConfig(Config):
         return CrossEntropyLoss(
             pad_tokens=None if self.pad_tokens is None else tuple(self.pad_tokens),
             weights=_weights_tensor(self.weights, device),
-            smoothing=None if self.smoothing is None else float(np.float32(self.smoothing)),
+            smoothing=_f32_or_none(self.smoothing),
             logits=self.logits,
         )
 
@@ -151,7 +163,9 @@ class CrossEntropyLoss(Module):
         # No clamp here, unlike the default path (burn takes the log of the raw probabilities).
         logp = logits.log_softmax(1) if self.logits else logits.log()
         classes = logp.shape[1]
-        tensor = logp * _constant(_smoothed_targets(targets, classes, alpha, logp.dtype), logp)
+        onehot = np.zeros((targets.shape[0], classes), dtype=logp.dtype)
+        np.put_along_axis(onehot, targets.numpy().reshape(-1, 1), 1, axis=1)
+        tensor = logp * _constant(_smooth(onehot, alpha, classes), logp)
         if self.weights is not None:
             tensor = tensor * self.weights.reshape([1, classes])
             weights = self.weights.gather(0, targets)
@@ -162,16 +176,6 @@ class CrossEntropyLoss(Module):
 def _prob_floor(probs: Tensor) -> float:
     """burn's clamp for probabilities: sqrt of the dtype's smallest positive normal."""
     return math.sqrt(float(np.finfo(probs.dtype).tiny))
-
-
-def _smoothed_targets(targets: Tensor, classes: int, alpha: float, dtype) -> np.ndarray:
-    """`onehot * (1 - alpha) + alpha / C`, with burn's f32 scalars cast to the tensor dtype."""
-    a32 = np.float32(alpha)
-    keep = dtype.type(np.float32(1.0) - a32)
-    spread = dtype.type(a32 / np.float32(classes))
-    onehot = np.zeros((targets.shape[0], classes), dtype=dtype)
-    np.put_along_axis(onehot, targets.numpy().reshape(-1, 1), dtype.type(1), axis=1)
-    return onehot * keep + spread
 
 
 def _mask_rows(tensor: Tensor, mask: np.ndarray | None) -> Tensor:
@@ -222,7 +226,7 @@ class BinaryCrossEntropyLossConfig(Config):
         _check_smoothing_and_weights(self.smoothing, self.weights)
         return BinaryCrossEntropyLoss(
             weights=_weights_tensor(self.weights, device),
-            smoothing=None if self.smoothing is None else float(np.float32(self.smoothing)),
+            smoothing=_f32_or_none(self.smoothing),
             logits=self.logits,
         )
 
@@ -249,10 +253,7 @@ class BinaryCrossEntropyLoss(Module):
         target_values = targets.numpy().astype(logits.dtype)
         if self.smoothing is not None:
             classes = shape[-1] if len(shape) > 1 else 2
-            a32 = np.float32(self.smoothing)
-            dt = logits.dtype.type
-            keep = dt(np.float32(1.0) - a32)
-            target_values = target_values * keep + dt(a32 / np.float32(classes))
+            target_values = _smooth(target_values, self.smoothing, classes)
         t = _constant(target_values, logits)
         if self.logits:
             loss = (t.neg() + 1.0) * logits - _log_sigmoid(logits)

@@ -58,12 +58,14 @@ MILESTONE_COUNT = "The number of milestones must be one less than the number of 
 MILESTONE_ORDER = "Milestones must be greater than zero and strictly increasing"
 
 
-def powi(base: float, exp: int) -> float:
-    """`f64::powi` as compiled by LLVM (`__powidf2`): square-and-multiply, so the rounding
-    matches burn's bit for bit (Python's `**` calls libm `pow`, which can differ by an ULP)."""
+def powi(base, exp: int):
+    """Rust's `powi` as LLVM compiles it (`__powidf2` for f64, `__powisf2` for f32):
+    square-and-multiply in the type of `base` (a Python float or a NumPy float32), so the
+    rounding matches burn's bit for bit (`**` calls libm `pow`, which can differ by an ULP)."""
+    one = base.__class__(1.0)
     recip = exp < 0
     n = -exp if recip else exp
-    result = 1.0
+    result = one
     while True:
         if n & 1:
             result *= base
@@ -71,7 +73,17 @@ def powi(base: float, exp: int) -> float:
         if n == 0:
             break
         base *= base
-    return 1.0 / result if recip else result
+    return one / result if recip else result
+
+
+def _check_initial_lr(initial_lr: float) -> None:
+    if initial_lr <= 0.0 or initial_lr > 1.0:
+        raise ValueError(INITIAL_LR_RANGE)
+
+
+def _check_num_iters(num_iters: int) -> None:
+    if num_iters == 0:
+        raise ValueError(NUM_ITERS_ZERO)
 
 
 class LrScheduler:
@@ -103,12 +115,10 @@ class LinearLrSchedulerConfig(Config):
     num_iters: int
 
     def init(self) -> LinearLrScheduler:
-        if self.initial_lr <= 0.0 or self.initial_lr > 1.0:
-            raise ValueError(INITIAL_LR_RANGE)
+        _check_initial_lr(self.initial_lr)
         if self.final_lr < 0.0 or self.final_lr > 1.0:
             raise ValueError(FINAL_LR_RANGE)
-        if self.num_iters == 0:
-            raise ValueError(NUM_ITERS_ZERO)
+        _check_num_iters(self.num_iters)
         step_size = (self.final_lr - self.initial_lr) / float(self.num_iters)
         return LinearLrScheduler(self.final_lr, step_size, self.num_iters + 1)
 
@@ -144,12 +154,10 @@ class CosineAnnealingLrSchedulerConfig(Config):
     min_lr: float = 0.0
 
     def init(self) -> CosineAnnealingLrScheduler:
-        if self.initial_lr <= 0.0 or self.initial_lr > 1.0:
-            raise ValueError(INITIAL_LR_RANGE)
+        _check_initial_lr(self.initial_lr)
         if self.min_lr < 0.0 or self.min_lr > self.initial_lr:
             raise ValueError(MIN_LR_RANGE)
-        if self.num_iters == 0:
-            raise ValueError(NUM_ITERS_ZERO)
+        _check_num_iters(self.num_iters)
         return CosineAnnealingLrScheduler(self.min_lr, self.initial_lr, self.num_iters)
 
 
@@ -180,8 +188,7 @@ class ExponentialLrSchedulerConfig(Config):
     gamma: float
 
     def init(self) -> ExponentialLrScheduler:
-        if self.initial_lr <= 0.0 or self.initial_lr > 1.0:
-            raise ValueError(INITIAL_LR_RANGE)
+        _check_initial_lr(self.initial_lr)
         if self.gamma <= 0.0 or self.gamma > 1.0:
             raise ValueError(GAMMA_RANGE)
         return ExponentialLrScheduler(self.initial_lr / self.gamma, self.gamma)
@@ -290,19 +297,11 @@ class ComposedLrSchedulerConfig(Config):
     reduction: SchedulerReduction = SchedulerReduction.Prod
 
     def _push(self, config: Config) -> ComposedLrSchedulerConfig:
+        """A copy with `config` appended (burn's builder methods take and return the config)."""
         return self.with_schedulers((*self.schedulers, config))
 
-    def linear(self, config: LinearLrSchedulerConfig) -> ComposedLrSchedulerConfig:
-        return self._push(config)
-
-    def cosine(self, config: CosineAnnealingLrSchedulerConfig) -> ComposedLrSchedulerConfig:
-        return self._push(config)
-
-    def exponential(self, config: ExponentialLrSchedulerConfig) -> ComposedLrSchedulerConfig:
-        return self._push(config)
-
-    def noam(self, config: NoamLrSchedulerConfig) -> ComposedLrSchedulerConfig:
-        return self._push(config)
+    # burn has one builder per child type; Python needs no dispatch, so all four append.
+    linear = cosine = exponential = noam = _push
 
     def init(self) -> ComposedLrScheduler:
         children = [config.init() for config in self.schedulers]

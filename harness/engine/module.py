@@ -394,8 +394,8 @@ class LinearConfig(Config):
 
     The default initializer is burn's `KaimingUniform { gain: 1/sqrt(3), fan_out_only: false }`,
     i.e. U(-a, a) with a = gain * sqrt(3 / fan_in) = 1/sqrt(d_input), for weight and bias.
-    PyTorch's `nn.Linear` draws the weight from the same range but its bias from
-    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) too; only the layout differs (PyTorch: [out, in]).
+    PyTorch's `nn.Linear` draws both from the same range (with its own generator, so the
+    values differ); its weight layout is `[out, in]`.
     """
 
     d_input: int

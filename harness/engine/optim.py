@@ -38,35 +38,31 @@ import numpy as np
 
 from harness.engine.autodiff import Gradients
 from harness.engine.errors import REQUIRES_AUTODIFF, AutodiffError
-from harness.engine.module import (
-    Config,
-    Module,
-    MovedValueError,
-    Param,
-    ParamId,
-    consume_map,
-    params_of,
-)
+from harness.engine.lr_scheduler import powi
+from harness.engine.module import Config, Module, Param, ParamId, consume_map, params_of
 from harness.engine.tensor import Tensor
 
 __all__ = [
     "AdaGrad",
     "AdaGradConfig",
+    "AdaGradState",
     "Adam",
     "AdamConfig",
     "AdamW",
     "AdamWConfig",
+    "AdaptiveMomentumState",
     "GradientClipping",
     "GradientClippingConfig",
     "GradientsAccumulator",
     "GradientsParams",
     "ModuleOptimizer",
     "MomentumConfig",
-    "MovedValueError",
     "RmsProp",
     "RmsPropConfig",
+    "RmsPropState",
     "Sgd",
     "SgdConfig",
+    "SgdState",
     "WeightDecayConfig",
 ]
 
@@ -74,21 +70,6 @@ __all__ = [
 def _f32(x: float) -> np.float32:
     """burn stores most hyperparameters as f32: round once, as the config does."""
     return np.float32(x)
-
-
-def powi_f32(base: np.float32, exp: int) -> np.float32:
-    """`f32::powi` as LLVM compiles it (`__powisf2`, square-and-multiply in f32)."""
-    result = np.float32(1.0)
-    b = np.float32(base)
-    n = exp
-    while True:
-        if n & 1:
-            result = np.float32(result * b)
-        n //= 2
-        if n == 0:
-            break
-        b = np.float32(b * b)
-    return result
 
 
 # ---- GradientsParams / GradientsAccumulator -----------------------------------------------
@@ -418,16 +399,18 @@ def _init(optim, clipping: GradientClippingConfig | None) -> ModuleOptimizer:
 # ---- SGD ----------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class SgdState:
     """Momentum velocity (None without momentum)."""
 
     velocity: np.ndarray | None
 
 
+# Plain SGD's state, shared by every param (frozen, so no param can change another's).
 _NO_MOMENTUM = SgdState(None)
 
 
+@dataclasses.dataclass(frozen=True)
 class Sgd:
     """`g += penalty * theta`; momentum (see MomentumConfig); `theta -= lr * g`.
 
@@ -435,9 +418,8 @@ class Sgd:
     first momentum step also sets `v = g` (no dampening on the first step), like burn.
     """
 
-    def __init__(self, weight_decay, momentum) -> None:
-        self.weight_decay = weight_decay
-        self.momentum = momentum
+    weight_decay: WeightDecayConfig | None
+    momentum: MomentumConfig | None
 
     def step(self, lr, tensor, grad, state):
         momentum = self.momentum
@@ -472,7 +454,7 @@ class SgdConfig(Config):
 # ---- Adam / AdamW -------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class AdaptiveMomentumState:
     """Adam's state: step count `time`, moments `moment_1`, `moment_2` (and the AMSGrad max)."""
 
@@ -506,12 +488,13 @@ def _adaptive_momentum(grad, state, beta_1, beta_2, epsilon, amsgrad):
             max_moment_2 = np.maximum(previous, moment_2)
         state = AdaptiveMomentumState(state.time + 1, moment_1, moment_2, max_moment_2)
     t = state.time
-    m_hat = state.moment_1 / dt(np.float32(1.0) - powi_f32(b1, t))
+    m_hat = state.moment_1 / dt(np.float32(1.0) - powi(b1, t))
     v = state.max_moment_2 if amsgrad else state.moment_2
-    v_hat = v / dt(np.float32(1.0) - powi_f32(b2, t))
+    v_hat = v / dt(np.float32(1.0) - powi(b2, t))
     return m_hat / (np.sqrt(v_hat) + dt(_f32(epsilon))), state
 
 
+@dataclasses.dataclass(frozen=True)
 class Adam:
     """Adam with coupled L2 weight decay (`g += penalty * theta`) and optional AMSGrad.
 
@@ -520,12 +503,11 @@ class Adam:
     order (PyTorch divides by `sqrt(v)/sqrt(bc2) + eps` and scales by `lr / bc1`).
     """
 
-    def __init__(self, beta_1, beta_2, epsilon, amsgrad, weight_decay) -> None:
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
-        self.amsgrad = amsgrad
-        self.weight_decay = weight_decay
+    beta_1: float
+    beta_2: float
+    epsilon: float
+    amsgrad: bool
+    weight_decay: WeightDecayConfig | None
 
     def step(self, lr, tensor, grad, state):
         grad = _decay(tensor, grad, self.weight_decay)
@@ -552,6 +534,7 @@ class AdamConfig(Config):
         return _init(adam, self.grad_clipping)
 
 
+@dataclasses.dataclass(frozen=True)
 class AdamW:
     """AdamW: decoupled decay on the pre-update weight, `theta = theta * (1 - lr * wd)`, then
     `theta -= lr * m_hat / (sqrt(v_hat) + eps)`.
@@ -561,12 +544,11 @@ class AdamW:
     differs from the first moment's.
     """
 
-    def __init__(self, beta_1, beta_2, epsilon, weight_decay, cautious_weight_decay) -> None:
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
-        self.weight_decay = weight_decay
-        self.cautious_weight_decay = cautious_weight_decay
+    beta_1: float
+    beta_2: float
+    epsilon: float
+    weight_decay: float
+    cautious_weight_decay: bool
 
     def step(self, lr, tensor, grad, state):
         dt = tensor.dtype.type
@@ -607,7 +589,7 @@ class AdamWConfig(Config):
 # ---- RMSProp ------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class RmsPropState:
     """Running `square_avg`, the centered `grad_avg` (None unless centered), momentum `buf`."""
 
@@ -616,6 +598,7 @@ class RmsPropState:
     buf: np.ndarray | None
 
 
+@dataclasses.dataclass(frozen=True)
 class RmsProp:
     """RMSProp: `sa = alpha*sa + (1-alpha)*g^2`; centered: `avg = sa - ga^2` with
     `ga = alpha*ga + (1-alpha)*g`; `g = g / (sqrt(avg) + eps)`; momentum `buf = mu*buf + g`.
@@ -624,12 +607,11 @@ class RmsProp:
     1e-8); with momentum the first buffer is `g / (sqrt(avg) + eps)` in both.
     """
 
-    def __init__(self, alpha, momentum, epsilon, centered, weight_decay) -> None:
-        self.alpha = alpha
-        self.momentum = momentum
-        self.epsilon = epsilon
-        self.centered = centered
-        self.weight_decay = weight_decay
+    alpha: float
+    momentum: float
+    epsilon: float
+    centered: bool
+    weight_decay: WeightDecayConfig | None
 
     def step(self, lr, tensor, grad, state):
         dt = tensor.dtype.type
@@ -676,7 +658,7 @@ class RmsPropConfig(Config):
 # ---- AdaGrad ------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class AdaGradState:
     """Step count and the running sum of squared gradients."""
 
@@ -684,6 +666,7 @@ class AdaGradState:
     sum: np.ndarray
 
 
+@dataclasses.dataclass(frozen=True)
 class AdaGrad:
     """AdaGrad: `sum += g^2`; `clr = lr / (1 + (t-1) * lr_decay)`;
     `theta -= g / (sqrt(sum) + eps) * clr`.
@@ -692,10 +675,9 @@ class AdaGrad:
     `initial_accumulator_value` (PyTorch's default 0 matches).
     """
 
-    def __init__(self, lr_decay, epsilon, weight_decay) -> None:
-        self.lr_decay = lr_decay
-        self.epsilon = epsilon
-        self.weight_decay = weight_decay
+    lr_decay: float
+    epsilon: float
+    weight_decay: WeightDecayConfig | None
 
     def step(self, lr, tensor, grad, state):
         dt = tensor.dtype.type
@@ -722,7 +704,3 @@ class AdaGradConfig(Config):
 
     def init(self) -> ModuleOptimizer:
         return _init(AdaGrad(self.lr_decay, self.epsilon, self.weight_decay), self.grad_clipping)
-
-
-__all__ += ["AdaGradState", "AdaptiveMomentumState", "RmsPropState", "SgdState"]
-_ = MovedValueError  # re-exported here: internals.md lists it under optim.py

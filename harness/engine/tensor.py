@@ -186,8 +186,7 @@ class Tensor:
     def _wrap(array: np.ndarray, device: Device) -> Tensor:
         """Internal: an untracked tensor around `array` without copying (the caller owns it).
 
-        For a fresh marked leaf (optimizer updates): `Tensor._wrap(arr, dev).require_grad()`
-        or `Tensor._leaf(arr, dev)`.
+        A marked leaf is `_leaf`; an optimizer update, which keeps the old flag, is `_updated`.
         """
         if device is _PLAIN:
             return Tensor(array, _PLAIN, None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from harness.engine import (
@@ -163,6 +164,16 @@ def test_powi_is_square_and_multiply():
     assert powi(0.1, 0) == 1.0
     assert powi(0.1, 3) == (0.1 * 0.1) * 0.1
     assert powi(2.0, -2) == 0.25
+
+
+def test_powi_rounds_in_float32_for_a_float32_base():
+    # Adam's bias corrections use `f32::powi`: each product is rounded to f32, not to f64.
+    beta = np.float32(0.999)
+    b2 = beta * beta
+    b8 = (b2 * b2) * (b2 * b2)
+    got = powi(beta, 10)  # 10 = 0b1010: the result collects b^2 and b^8
+    assert type(got) is np.float32
+    assert got.tobytes() == (b2 * b8).tobytes()
 
 
 # ---- validation: burn's messages, raised at init() ----------------------------------------

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.a1 import PARAM_NAMES, a1_engine, a1_torch
+from harness.a1 import PARAM_NAMES, a1_arrays, a1_engine, a1_torch, engine_params
 from harness.engine import (
     AdaGradConfig,
     AdamConfig,
@@ -40,11 +40,7 @@ def engine_grads(model, x, y) -> GradientsParams:
 
 
 def torch_layout(model) -> dict[str, np.ndarray]:
-    out = {}
-    for path, param in model.params():
-        value = param.val().numpy()
-        out[path] = value.T if value.ndim == 2 else value
-    return out
+    return {path: value.numpy() for path, value in engine_params(model).items()}
 
 
 def run_engine(config, lr: float, steps: int = STEPS) -> dict[str, np.ndarray]:
@@ -70,8 +66,6 @@ def max_diff(a: dict, b: dict) -> float:
 
 
 def moved_from_start(result: dict) -> float:
-    from harness.a1 import a1_arrays
-
     start = a1_arrays()
     return max(float(np.abs(result[k] - start[k]).max()) for k in PARAM_NAMES)
 
