@@ -1,10 +1,11 @@
 """Compare two side files, or run the cases: a thin shell over harness.record/diff/report.
 
     python compare.py A.json B.json [--atol X] [--rtol X] [--ulps N] [--keys GLOB]
-                      [--json FILE] [--markdown FILE] [--dtype float32|float64]
+                      [--json FILE] [--markdown FILE] [--html FILE] [--dtype float32|float64]
     python compare.py [--case NAME ...]          run cases (harness.case / harness.session)
                       [--jobs N] [--shard K/N] [--update-golden [--force]]
                       [--out DIR] [--golden-dir DIR] [--cases-dir DIR]
+                      [--json FILE] [--markdown FILE] [--html FILE]
 
 Exit codes: 0 everything holds, 1 a check failed, 2 bad usage or unreadable / malformed input
 (one line on stderr naming the file and what is wrong; never a traceback).
@@ -21,6 +22,10 @@ from typing import Any
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 PROG = "compare.py"
+# Options that mean something in one mode only: given in the other, they would be ignored
+# silently (a loosened --atol that changes nothing), so they are a usage error instead.
+FILE_ONLY = ("atol", "rtol", "ulps", "keys", "dtype")
+CASES_ONLY = ("case", "update_golden", "force", "shard", "out", "golden_dir", "cases_dir")
 
 
 class UsageError(Exception):
@@ -42,10 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", metavar="FILE", help="write the machine-readable report")
     parser.add_argument("--markdown", metavar="FILE", help="write the report as Markdown")
+    parser.add_argument("--html", metavar="FILE", help="write the HTML report")
     parser.add_argument(
         "--dtype",
         choices=["float32", "float64"],
-        default="float32",
         help="dtype of numbers in loose JSON files (default float32)",
     )
     cases = parser.add_argument_group("running cases (no FILE arguments)")
@@ -61,7 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
     cases.add_argument("--out", metavar="DIR", help="write side files here (default out/)")
     cases.add_argument("--golden-dir", metavar="DIR", help="goldens folder (default golden/)")
     cases.add_argument("--cases-dir", metavar="DIR", help="case files folder (default cases/)")
-    cases.add_argument("--html", metavar="FILE", help="write the HTML report")
     return parser
 
 
@@ -99,15 +103,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"expected two files to compare (A.json B.json), got one: {args.files[0]}")
     if len(args.files) > 2:
         parser.error(f"expected two files to compare, got {len(args.files)}")
+    given = [n for n in (CASES_ONLY if args.files else FILE_ONLY) if _given(getattr(args, n))]
+    if given:
+        option = "--" + given[0].replace("_", "-")
+        if args.files:
+            parser.error(f"{option} runs cases; it cannot be combined with FILE arguments")
+        parser.error(f"{option} applies to comparing two files (A.json B.json), not to cases")
     if not args.files:
         return run_cases_main(args)
-    if args.case:
-        parser.error("--case runs cases; it cannot be combined with FILE arguments")
     try:
         return compare_files(args)
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _given(value: Any) -> bool:
+    """The option was on the command line: not its default (None, False or []); 0 counts."""
+    return value is not None and value is not False and value != []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,7 +133,8 @@ def compare_files(args: argparse.Namespace) -> int:
     from harness.diff import diff_values
 
     path_a, path_b = (Path(p) for p in args.files)
-    side_a, side_b = _read(path_a, args.dtype), _read(path_b, args.dtype)
+    dtype = args.dtype or "float32"
+    side_a, side_b = _read(path_a, dtype), _read(path_b, dtype)
     cli_tol = _cli_tolerance(args)
     diff = diff_values(
         side_a.values,
@@ -144,6 +158,8 @@ def compare_files(args: argparse.Namespace) -> int:
         _write(args.json, json.dumps(doc, indent=2, allow_nan=False) + "\n")
     if args.markdown:
         _write(args.markdown, report.render_markdown(diff))
+    if args.html:
+        _write(args.html, report.render_html(diff, meta=meta))
     return EXIT_OK if diff.ok else EXIT_FAIL
 
 
@@ -162,9 +178,11 @@ def _read(path: Path, dtype: str) -> Any:
 
 
 def _warn_read(*sides: Any) -> None:
+    from harness.record import one_line
+
     for side in sides:
         for warning in getattr(side, "warnings", ()):
-            print(f"{PROG}: warning: {_one_line(warning)}", file=sys.stderr)
+            print(f"{PROG}: warning: {one_line(warning)}", file=sys.stderr)
 
 
 def _cli_tolerance(args: argparse.Namespace) -> Any:
@@ -202,8 +220,10 @@ def _warn_env(side_a: Any, side_b: Any) -> None:
     env_a, env_b = side_a.env or {}, side_b.env or {}
     if not env_a or not env_b:
         return
+    from harness.record import one_line
+
     changed = [
-        _one_line(f"{k} ({env_a.get(k)!s} vs {env_b.get(k)!s})")
+        one_line(f"{k} ({env_a.get(k)!s} vs {env_b.get(k)!s})")
         for k in sorted(set(env_a) | set(env_b))
         if env_a.get(k) != env_b.get(k)
     ]
@@ -211,14 +231,11 @@ def _warn_env(side_a: Any, side_b: Any) -> None:
         print(f"{PROG}: warning: environments differ: {'; '.join(changed)}", file=sys.stderr)
 
 
-def _one_line(text: str) -> str:
-    """Control characters escaped: one message is one line, whatever a hostile file holds."""
-    return text if text.isprintable() else ascii(text)[1:-1]
-
-
 def _write(path: str, text: str) -> None:
+    from harness.record import write_report
+
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        write_report(path, text)
     except OSError as exc:
         raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
@@ -243,11 +260,7 @@ def run_cases_main(args: argparse.Namespace) -> int:
 
 
 def _case_runner() -> Any:
-    """``harness.case.main_run``; the runner currently lives in ``harness.session``."""
-    from harness import case
-
-    if hasattr(case, "main_run"):
-        return case.main_run
+    """``harness.session.main_run``, imported only when cases run (file mode stays light)."""
     from harness import session
 
     return session.main_run

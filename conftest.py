@@ -88,11 +88,11 @@ class GoldenItem(_CaseItem):
         self.side = side
 
     def runtest(self) -> None:
-        outcome = self.outcome()
-        result = outcome.goldens[self.side]
-        self.user_properties.append(("golden", report.render_golden(result)))
+        result = self.outcome().goldens[self.side]
+        text = report.render_golden(result)
+        self.user_properties.append(("golden", text))  # listed by --update-golden's summary
         if not result.ok:
-            raise ConformanceFailure(report.render_golden(result))
+            raise ConformanceFailure(text)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from harness import record, sidecar
 from harness.diff import Diff, diff_values
-from harness.tolerances import Tolerance, resolve
+from harness.tolerances import Tolerance, check_overrides, resolve
 
 SIDES = ("torch", "engine")
 ROOT = Path(__file__).resolve().parent.parent
@@ -276,6 +276,11 @@ def load_case(path: Path) -> Case:
     labels = [c.label for c in checks]
     if len(set(labels)) != len(labels):
         raise CaseDefinitionError(f"{path}: CHECKS: duplicate check {labels}")
+    tolerances = dict(getattr(module, "TOLERANCES", {}))
+    try:  # here, once, rather than as a traceback from the first comparison that uses it
+        check_overrides(tolerances)
+    except ValueError as exc:
+        raise CaseDefinitionError(f"{path}: TOLERANCES: {exc}") from None
     return Case(
         name=name,
         doc=module.__doc__.strip(),
@@ -283,7 +288,7 @@ def load_case(path: Path) -> Case:
         torch_side=module.torch_side,
         engine_side=module.engine_side,
         checks=checks,
-        tolerances=dict(getattr(module, "TOLERANCES", {})),
+        tolerances=tolerances,
     )
 
 
@@ -353,31 +358,18 @@ def side_text(
     env: Mapping[str, Any],
     sidecar_threshold: int = SIDECAR_THRESHOLD,
 ) -> str:
-    """The exact JSON text ``record.write_side`` writes to ``<side>.json`` for these values.
+    """The JSON text ``record.write_side`` writes to ``<side>.json`` for normalized values.
 
     Sidecar references (sha256, summary, content-addressed name) are computed in memory, so
     two runs can be compared by text without writing the second one: equal texts mean equal
     data, because the sha256 of every sidecar is part of the text.
     """
     refs = {
-        key: _sidecar_ref(side, key, value)
+        key: sidecar.sidecar_reference(side, key, value)
         for key, value in values.items()
         if isinstance(value, np.ndarray) and value.size > sidecar_threshold
     }
     return record.dumps_side(case_name, side, values, env, sidecars=refs)
-
-
-def _sidecar_ref(stem: str, key: str, array: np.ndarray) -> dict[str, Any]:
-    """What ``sidecar.write_sidecar`` returns for ``array``, without writing the file."""
-    array = np.ascontiguousarray(array)
-    digest = sidecar.sha256_of(array)
-    return {
-        "dtype": array.dtype.name,
-        "shape": list(array.shape),
-        "sidecar": sidecar.sidecar_name(stem, key, digest),
-        "sha256": digest,
-        "summary": sidecar.summarize(array),
-    }
 
 
 def remove_side_file(path: Path, keep: Sequence[str] = ()) -> None:
@@ -404,7 +396,6 @@ class CaseRun:
     case: Case
     texts: dict[str, str]
     values: dict[str, dict[str, Any]]
-    paths: dict[str, Path]
     nondeterministic: dict[str, Diff]
     error: str | None = None
     env: dict[str, Any] = field(default_factory=dict)
@@ -426,7 +417,7 @@ def run_case(
     """
     with pinned("torch"):  # thread counts as the sides run with them: 1 on any machine
         env = record.environment()
-    run = CaseRun(case, {}, {}, {}, {}, env=env)
+    run = CaseRun(case, {}, {}, {}, env=env)
     folder = out_dir / case.name
     for side in SIDES:
         try:
@@ -447,9 +438,11 @@ def run_case(
 def _write_out(run: CaseRun, side: str, values: Mapping, folder: Path, threshold: int) -> None:
     """Write ``<side>.json`` (and sidecars); keep its text and the values decoded from it."""
     path = folder / f"{side}.json"
-    record.write_side(path, run.case.name, side, values, run.env, sidecar_threshold=threshold)
-    run.texts[side], run.paths[side] = path.read_text(encoding="utf-8"), path
-    run.values[side] = record.read_side(path).values
+    text = record.write_side(
+        path, run.case.name, side, values, run.env, sidecar_threshold=threshold
+    )
+    run.texts[side] = text
+    run.values[side] = record.read_side(path, data=text.encode("ascii")).values
 
 
 def _compare_runs(

@@ -15,7 +15,6 @@ an ``.obtained`` file removes them too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,9 @@ class GoldenResult:
     message: str
     diff: Diff | None = None
     path: Path | None = None
+    # The env of the committed golden this run compared against; None when there was none
+    # (missing, created), it was just overwritten (updated), or nothing was compared.
+    env: dict | None = None
 
 
 def golden_path(golden_dir: Path, case: str, side: str) -> Path:
@@ -68,44 +70,52 @@ def check_golden(
     large tensors are sidecar references in the text, so equal texts mean equal data once
     the golden's sidecars are verified against their sha256.
     """
-    path = golden_path(golden_dir, case.name, side)
-    obtained = obtained_path(golden_dir, case.name, side)
+    name = case.name
+    path, obtained = golden_path(golden_dir, name, side), obtained_path(golden_dir, name, side)
     if not path.exists():
-        _write(path, case.name, side, fresh_values, fresh_text)
-        return GoldenResult(
-            case.name, side, "missing", False, f"golden missing; wrote {path}", path=path
-        )
+        _write(path, name, side, fresh_values, fresh_text)
+        message = f"golden missing; wrote {path}"
+        return GoldenResult(name, side, "missing", False, message, path=path)
+    data = path.read_bytes()
     try:
-        golden = _read_golden(path, fresh_text)
+        golden = _read_golden(path, data, fresh_text)
     except record.RecordError as exc:
-        _write(obtained, case.name, side, fresh_values, fresh_text)
-        return GoldenResult(
-            case.name, side, "unreadable", False, f"{exc}; wrote {obtained}", path=path
-        )
+        _write(obtained, name, side, fresh_values, fresh_text)
+        message = f"{exc}; wrote {obtained}"
+        return GoldenResult(name, side, "unreadable", False, message, path=path, env=_env_of(data))
     if golden is None:
-        remove_obtained(golden_dir, case.name, side)
-        return GoldenResult(case.name, side, "identical", True, "bit-identical", path=path)
+        remove_obtained(golden_dir, name, side)
+        env = record.side_env(fresh_text)  # same text, same env
+        return GoldenResult(name, side, "identical", True, "bit-identical", path=path, env=env)
     diff = _diff(case, side, golden.values, fresh_values)
-    result = _judge(case.name, side, diff, golden.env, _env_of(fresh_text), path)
+    result = _judge(name, side, diff, golden.env, record.side_env(fresh_text), path)
     if result.ok:
-        remove_obtained(golden_dir, case.name, side)
+        remove_obtained(golden_dir, name, side)
     else:
-        _write(obtained, case.name, side, fresh_values, fresh_text)
+        _write(obtained, name, side, fresh_values, fresh_text)
         result.message += f"; wrote {obtained}"
     return result
 
 
-def _read_golden(path: Path, fresh_text: str) -> record.SideRecord | None:
-    """None when the golden's text equals ``fresh_text`` and its sidecars are intact.
+def _read_golden(path: Path, data: bytes, fresh_text: str) -> record.SideRecord | None:
+    """None when the golden's bytes ``data`` equal ``fresh_text`` and its sidecars are intact.
 
     Otherwise the decoded golden (RecordError if it cannot be read). Text equality alone is
     not enough when sidecars are referenced: a sidecar file may have been edited or lost.
     """
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if text == fresh_text and '"sidecar"' not in text:
+    same = data == fresh_text.encode("utf-8")
+    if same and b'"sidecar"' not in data:
         return None
-    golden = record.read_side(path)  # verifies every sidecar's sha256
-    return None if text == fresh_text else golden
+    golden = record.read_side(path, data=data)  # verifies every sidecar's sha256
+    return None if same else golden
+
+
+def _env_of(data: bytes) -> dict | None:
+    """The env of a golden that did not decode, if that much of it can be read."""
+    try:
+        return record.side_env(data.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):  # a hostile file: no env, the status says why
+        return None
 
 
 def _write(path: Path, case: str, side: str, values: Mapping[str, Any], fresh_text: str) -> None:
@@ -114,12 +124,15 @@ def _write(path: Path, case: str, side: str, values: Mapping[str, Any], fresh_te
     For ``<side>.json`` the text is the fresh ``out/`` text byte for byte (same writer, same
     threshold); an ``.obtained`` file gets its own sidecars, named after its own stem.
     """
-    env = _env_of(fresh_text)
+    env = record.side_env(fresh_text)
     record.write_side(path, case, side, values, env, sidecar_threshold=SIDECAR_THRESHOLD)
 
 
 def remove_obtained(golden_dir: Path, case: str, side: str) -> None:
     """Delete ``<side>.obtained.json`` and its sidecars, never one the golden references."""
+    obtained = obtained_path(golden_dir, case, side)
+    if not obtained.is_file():
+        return  # the usual case: nothing to remove, so the golden need not be read
     path = golden_path(golden_dir, case, side)
     keep: tuple[str, ...] = ()
     if path.is_file():
@@ -127,11 +140,7 @@ def remove_obtained(golden_dir: Path, case: str, side: str) -> None:
             keep = record.read_side(path, verify_sidecars=False).sidecars
         except record.RecordError:
             keep = ()
-    remove_side_file(obtained_path(golden_dir, case, side), keep)
-
-
-def _env_of(text: str) -> dict[str, Any]:
-    return json.loads(text).get("env", {})
+    remove_side_file(obtained, keep)
 
 
 def _diff(case: Any, side: str, golden: Mapping, fresh: Mapping) -> Diff:
@@ -147,28 +156,18 @@ def _diff(case: Any, side: str, golden: Mapping, fresh: Mapping) -> Diff:
 def _judge(
     case: str, side: str, diff: Diff, golden_env: Mapping, fresh_env: Mapping, path: Path
 ) -> GoldenResult:
-    same_env = fingerprint(golden_env) == fingerprint(fresh_env)
-    bit_identical = all(row.bit_identical for row in diff.rows)
+    env = dict(golden_env)
     if not diff.ok:
-        return GoldenResult(
-            case,
-            side,
-            "mismatch",
-            False,
-            "values differ from the golden beyond tolerance",
-            diff,
-            path,
-        )
-    if bit_identical:
-        return GoldenResult(
-            case, side, "equal_values", True, "values bit-identical (file text differs)", diff, path
-        )
-    if same_env:
+        message = "values differ from the golden beyond tolerance"
+        return GoldenResult(case, side, "mismatch", False, message, diff, path, env)
+    if diff.bit_identical:
+        message = "values bit-identical (file text differs)"
+        return GoldenResult(case, side, "equal_values", True, message, diff, path, env)
+    if fingerprint(golden_env) == fingerprint(fresh_env):
         message = "not bit-identical although the environment fingerprint matches the golden's"
-        return GoldenResult(case, side, "mismatch", False, message, diff, path)
-    return GoldenResult(
-        case, side, "within_tol", True, "within tolerance (environment differs)", diff, path
-    )
+        return GoldenResult(case, side, "mismatch", False, message, diff, path, env)
+    message = "within tolerance (environment differs)"
+    return GoldenResult(case, side, "within_tol", True, message, diff, path, env)
 
 
 def update_golden(
@@ -182,9 +181,10 @@ def update_golden(
         return GoldenResult(case.name, side, "created", True, f"created {path}", path=path)
     diff = None
     try:
-        golden = _read_golden(path, fresh_text)
+        golden = _read_golden(path, path.read_bytes(), fresh_text)
         if golden is None:
-            return GoldenResult(case.name, side, "unchanged", True, "unchanged", path=path)
+            env = record.side_env(fresh_text)
+            return GoldenResult(case.name, side, "unchanged", True, "unchanged", path=path, env=env)
         diff = _diff(case, side, golden.values, fresh_values)
     except record.RecordError:
         pass  # an unreadable old golden (or a broken sidecar) is replaced; the diff is unknown

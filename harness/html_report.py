@@ -29,12 +29,12 @@ import numpy as np
 from harness import record
 from harness.diff import Diff, TensorDiff
 from harness.report import (
-    _max_abs_text,
+    agree_ulps,
     format_index,
     format_value,
     header,
     render_text,
-    row_details,
+    table_cells,
     verdict,
 )
 
@@ -42,9 +42,6 @@ SAMPLE_ELEMENTS = 6  # elements shown per value in the differences table
 # Drawn at twice the displayed 280x100 px, so the small labels stay sharp on high-DPI screens.
 HISTOGRAM_DPI = 200
 MIN_BUCKETS = 8  # histogram x axis spans at least 0 .. 2**6 ULP, so small ones stay readable
-# Golden statuses whose file on disk (if any) was written by this very run, or not compared:
-# its env says nothing about the committed golden.
-_FRESH_GOLDEN = {"missing", "created", "updated", "not_run", "nondeterministic", "refused"}
 
 # ---------------------------------------------------------------------------------------------
 # Extra case data (called by ``report.case_data``; plain picklable values)
@@ -67,8 +64,7 @@ def check_details(run: Any, check: Any) -> dict:
 
 def _samples(run: Any, check: Any) -> list[list[str]]:
     """``[key, left summary, right summary]`` per key the differ check matched."""
-    values = getattr(run, "values", {}) or {}
-    left_side, right_side = (values.get(ref.side, {}) for ref in (check.left, check.right))
+    left_side, right_side = (run.values.get(ref.side, {}) for ref in (check.left, check.right))
     left = check.left.select(left_side, check.pattern)
     right = check.right.select(right_side, check.pattern)
     keys = list(left) + [k for k in right if k not in left]
@@ -106,30 +102,8 @@ def _first_line(text: str, width: int) -> str:
 
 
 def run_envs(run: Any) -> dict[str, dict]:
-    """The ``env`` block each side of this run recorded."""
-    texts = getattr(run, "texts", {}) or {}
-    return {side: side_env(text) for side, text in texts.items()}
-
-
-def golden_env(result: Any) -> dict | None:
-    """The ``env`` of the committed golden file, or None when there was none before this run."""
-    path = getattr(result, "path", None)
-    if result.status in _FRESH_GOLDEN or path is None:
-        return None
-    try:
-        return side_env(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
-        return None
-
-
-def side_env(text: str) -> dict:
-    """The ``env`` object of a side file, decoded alone: ``env`` precedes the (large) values."""
-    start = text.find('"env":')
-    if start < 0:
-        return {}
-    start = text.index("{", start)
-    env, _ = json.JSONDecoder().raw_decode(text, start)
-    return env if isinstance(env, dict) else {}
+    """The ``env`` block each side of this run recorded (both sides written so far)."""
+    return {side: dict(run.env) for side in run.texts}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,32 +308,21 @@ def diff_html(diff: Diff, divergence: bool = False) -> str:
 
 
 def _row_cells(row: TensorDiff, labels: tuple[str, str], divergence: bool) -> list[str]:
-    numeric = row.status in ("ok", "fail")
-    status = row.status.upper() if numeric else row.status
+    key, status, *numbers, a, b, details = (_e(c) for c in table_cells(row, labels))
     if divergence and not row.ok:  # as the terminal says: the documented outcome, not a failure
-        status_cls, status = "documented", ("DIFF" if numeric else status)
+        status_cls, status = "documented", ("DIFF" if row.status == "fail" else status)
     else:
         status_cls = "ok" if row.ok else "fail"
-    cells = [
-        f"<code>{_e(row.key)}</code>",
-        f'<span class="{status_cls}">{_e(status)}</span>',
-        str(row.n) if numeric else "",
-        _e(_max_abs_text(row)) if numeric else "",
-        f"{row.max_rel:.2e}" if numeric and row.max_rel is not None else "",
-        "" if row.max_ulp is None else str(row.max_ulp),
-        _e(format_index(row.worst_index)) if row.worst_index is not None else "",
-        _value_cell(row.a_worst, row.dtype_a, numeric),
-        _value_cell(row.b_worst, row.dtype_b, numeric),
-        _e(row_details(row, labels)),
+    values = [f"<code>{v}</code>" if v else "" for v in (a, b)]
+    status = f'<span class="{status_cls}">{status}</span>'
+    return [
+        f"<code>{key}</code>",
+        status,
+        *numbers,
+        *values,
+        details,
         histogram_html(row, status_cls),
     ]
-    return cells
-
-
-def _value_cell(value: Any, dtype: str | None, numeric: bool) -> str:
-    if value is None and not numeric:
-        return ""
-    return f"<code>{_e(format_value(value, dtype))}</code>"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,18 +411,8 @@ def _count_text(good: int, total: int, word: str) -> str:
     return text
 
 
-def _agree_ulps(data: dict) -> list[tuple[int, str]]:
-    return [
-        (row.max_ulp, f"{data['case']}::{row.key}")
-        for c in data["checks"]
-        if c["kind"] == "agree" and c["diff"] is not None
-        for row in c["diff"].rows
-        if row.max_ulp is not None
-    ]
-
-
 def _worst_agree_ulp(results: Sequence[dict]) -> str:
-    ulps = [u for d in results for u in _agree_ulps(d)]
+    ulps = [u for d in results for u in agree_ulps(d)]
     if not ulps:
         return "n/a"
     ulp, where = max(ulps, key=lambda item: item[0])  # first of the largest: stable
@@ -470,7 +423,7 @@ def _case_index(results: Sequence[dict]) -> str:
     rows = []
     for d in results:
         by_kind = Counter((c["kind"], c["ok"]) for c in d["checks"])
-        ulps = [u for u, _ in _agree_ulps(d)]
+        ulps = [u for u, _ in agree_ulps(d)]
         rows.append(
             [
                 f'<a href="#case-{_slug(d["case"])}">{_e(d["case"])}</a>',

@@ -21,6 +21,7 @@ infinities as null), NaN / Infinity literals are accepted; in format-1 files all
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
@@ -91,11 +92,12 @@ class RecordError(Exception):
 
     def __init__(self, path: str | os.PathLike, key: str | None, problem: str):
         self.path, self.key, self.problem = str(path), key, problem
-        parts = [_one_line(self.path)] + ([] if key is None else [_one_line(key)])
+        parts = [one_line(self.path)] + ([] if key is None else [one_line(key)])
         super().__init__(": ".join([*parts, " ".join(problem.split())]))
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """Control characters escaped: one message is one line, whatever a hostile file holds."""
     return text if text.isprintable() else ascii(text)[1:-1]
 
 
@@ -194,14 +196,19 @@ def encode(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         data = value.reshape(-1).tolist()
         if value.dtype.kind == "f":
-            data = [_special_or_float(x) for x in data]
+            data = [json_float(x) for x in data]
         return {"dtype": value.dtype.name, "shape": list(value.shape), "data": data}
     if isinstance(value, CapturedError):
         return {"error": value.type, "message": value.message}
     return value
 
 
-def _special_or_float(x: float) -> float | str:
+def json_float(x: float) -> float | str:
+    """``x``, or its name when JSON has no literal for it: ``"NaN"``, ``"Infinity"``, ...
+
+    The one spelling of non-finite numbers in every JSON this project writes (side files,
+    ``--json`` reports, ``out/ops.json``).
+    """
     if math.isfinite(x):
         return x
     return "NaN" if x != x else ("Infinity" if x > 0 else "-Infinity")
@@ -211,18 +218,18 @@ def dumps_side(
     case: str, side: str, values: Mapping, env: Mapping, *, sidecars: Mapping | None = None
 ) -> str:
     """Canonical text of one side file; tensors are inline unless referenced in ``sidecars``."""
-    return _dumps_bytes(case, side, values, env, sidecars or {}).decode("ascii")
+    return _dumps_bytes(case, side, normalize(values), env, sidecars or {}).decode("ascii")
 
 
-def _dumps_bytes(case: str, side: str, values: Mapping, env: Mapping, sidecars: Mapping) -> bytes:
-    """``dumps_side`` as ASCII bytes: tensor data never takes a detour through str."""
+def _dumps_bytes(case: str, side: str, values: dict, env: Mapping, sidecars: Mapping) -> bytes:
+    """``dumps_side`` of normalized ``values`` as ASCII bytes (tensor data skips str)."""
     if not isinstance(case, str) or not isinstance(side, str):
         raise TypeError("case and side must be str")
     env_lines = [f"    {_compact(k)}: {_compact(env[k])}".encode() for k in sorted(env)]
     value_lines = [
         f"    {_compact(key)}: ".encode()
         + (_sidecar_text(sidecars[key]) if key in sidecars else _value_text(value))
-        for key, value in normalize(values).items()
+        for key, value in values.items()
     ]
     header = f'{{\n  "format": {FORMAT_VERSION},\n  "case": {_compact(case)},\n'
     header += f'  "side": {_compact(side)},\n  "env": '
@@ -314,7 +321,7 @@ def _compact(obj: Any) -> str:
 def _format_float(x: float) -> str:
     """Shortest round-trip double, spelled as orjson does (``0.00001``, ``1e-7``)."""
     if not math.isfinite(x):
-        return json.dumps(_special_or_float(x))
+        return json.dumps(json_float(x))
     mantissa, sep, exponent = repr(x).partition("e-")
     if not sep:
         return mantissa
@@ -333,6 +340,17 @@ def atomic_write_text(path: str | os.PathLike, text: str | bytes) -> None:
     sidecar.atomic_write(path, lambda f: f.write(data))
 
 
+def write_report(path: str | os.PathLike, text: str) -> None:
+    """Atomically write a report file the user named (``--json``, ``--markdown``, ``--html``).
+
+    Unlike side files its folder is not created: a mistyped path fails (FileNotFoundError
+    naming ``path``) instead of growing a stray tree.
+    """
+    if not Path(path).parent.is_dir():
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+    atomic_write_text(path, text)
+
+
 def write_side(
     path: str | os.PathLike,
     case: str,
@@ -341,12 +359,12 @@ def write_side(
     env: Mapping,
     *,
     sidecar_threshold: int = SIDECAR_THRESHOLD,
-) -> None:
+) -> str:
     """Write one side file atomically; tensors above the threshold go to ``.npy`` sidecars.
 
     Sidecars (content-addressed names) are written first, then the JSON is replaced, then
     sidecars only the old JSON referenced are deleted: a failure at any point leaves the old
-    or the new file complete and readable.
+    or the new file complete and readable. Returns the JSON text written.
     """
     path = Path(path)
     normalized = normalize(values)
@@ -357,12 +375,14 @@ def write_side(
         if isinstance(value, np.ndarray) and value.size > sidecar_threshold
     }
     new = {ref["sidecar"] for ref in refs.values()}
+    data = _dumps_bytes(case, side, normalized, env, refs)
     try:
-        atomic_write_text(path, _dumps_bytes(case, side, normalized, env, refs))
+        atomic_write_text(path, data)
     except BaseException:
         _remove(path.parent, new - old)
         raise
     _remove(path.parent, old - new)
+    return data.decode("ascii")
 
 
 def _referenced_sidecars(path: Path) -> set[str]:
@@ -394,15 +414,36 @@ def read_side(
     max_bytes: int = MAX_BYTES,
     max_elements: int = MAX_ELEMENTS,
     verify_sidecars: bool = True,
+    data: bytes | None = None,
 ) -> SideRecord:
-    """Read a format-1 file strictly, or loose JSON from another program; RecordError if bad."""
+    """Read a format-1 file strictly, or loose JSON from another program; RecordError if bad.
+
+    ``data``: the file's bytes, when the caller has read them already (``path`` then names
+    the file in messages and locates its sidecars).
+    """
     if default_dtype not in FLOAT_DTYPES:
         raise ValueError(f"default_dtype must be one of {FLOAT_DTYPES}, got {default_dtype!r}")
     reader = _Reader(Path(path), default_dtype, max_elements, verify_sidecars)
-    doc = reader.parse(_read_bytes(reader.path, max_bytes))
+    if data is None:
+        data = _read_bytes(reader.path, max_bytes)
+    elif not data:
+        raise reader.fail(None, "empty file (0 bytes), expected a JSON object")
+    doc = reader.parse(data)
     if type(doc) is not dict:
         raise reader.fail(None, f"top level must be a JSON object, not {_kind(doc)}")
     return reader.strict(doc) if "format" in doc else reader.loose(doc)
+
+
+def side_env(text: str) -> dict:
+    """The ``env`` object of a side file's text, decoded alone: ``env`` precedes the values.
+
+    ``{}`` when the text has no ``env``; ValueError when it is not JSON there.
+    """
+    start = text.find('"env":')
+    if start < 0:
+        return {}
+    env, _ = json.JSONDecoder().raw_decode(text, text.index("{", start))
+    return env if isinstance(env, dict) else {}
 
 
 def decode(obj: Any, *, path: str | os.PathLike, key: str) -> Any:

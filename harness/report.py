@@ -15,13 +15,16 @@ print the same.
 
 from __future__ import annotations
 
-import math
+import json
+import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from harness.diff import Diff, TensorDiff
+from harness.diff import STATUSES, Diff, TensorDiff
+from harness.record import json_float, write_report
 from harness.tolerances import TABLE_VERSION, Tolerance
 
 SCHEMA_ID = "conformance-report/1"
@@ -59,7 +62,7 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}es"
 
 
-def _max_abs_text(row: TensorDiff) -> str:
+def max_abs_text(row: TensorDiff) -> str:
     if row.max_abs is None:  # dtypes compared by equality only (strings, complex)
         return "n/a"
     if isinstance(row.max_abs, int):
@@ -90,6 +93,22 @@ def structural_problem(row: TensorDiff, labels: tuple[str, str]) -> str | None:
     if row.status == "shape":
         return f"shape: {la}={format_index(row.shape_a)} {lb}={format_index(row.shape_b)}"
     return None
+
+
+def row_summary(row: TensorDiff, labels: tuple[str, str] = ("torch", "engine")) -> str:
+    """A failing row in one line: ``2 of 6 differ; worst at [1]: torch=.. engine=.. (tol ..)``.
+
+    For the op matrix and the fuzzer, whose reports list failures rather than tables.
+    """
+    problem = structural_problem(row, labels)
+    if problem is not None:
+        return problem
+    la, lb = labels
+    a, b = format_value(row.a_worst, row.dtype_a), format_value(row.b_worst, row.dtype_b)
+    return (
+        f"{row.mismatches} of {row.n} differ; worst at {format_index(row.worst_index)}: "
+        f"{la}={a} {lb}={b} (tol {row.tol.describe()})"
+    )
 
 
 def verdict(diff: Diff, divergence: bool = False) -> str:
@@ -144,7 +163,7 @@ def _text_row(row: TensorDiff, width: int, labels: tuple[str, str], word: str = 
 
 
 def _tensor_cells(row: TensorDiff, labels: tuple[str, str], word: str = "FAIL") -> str:
-    text = f"n={row.n:3d}  max|diff|={_max_abs_text(row)}"
+    text = f"n={row.n:3d}  max|diff|={max_abs_text(row)}"
     if row.max_ulp is not None:
         text += f"  ulp={row.max_ulp}"
     if row.matched_nans:
@@ -167,7 +186,7 @@ def _value_cells(row: TensorDiff, labels: tuple[str, str], word: str = "FAIL") -
         return text
     if row.max_abs is None:
         return text + f"  {word} (not equal)"
-    detail = f"|diff|={_max_abs_text(row)}"
+    detail = f"|diff|={max_abs_text(row)}"
     if row.worst_ulp is not None:
         detail += f", {row.worst_ulp} ulp"
     return text + f"  {word} ({detail})"
@@ -243,9 +262,9 @@ def _json_row(row: TensorDiff) -> dict:
 
 def _json_value(value: Any) -> Any:
     """Values as in the record format: non-finite floats as strings, errors as objects."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, float):
+        return json_float(value)
+    if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, (list, tuple)):
         return [_json_value(v) for v in value]
@@ -277,7 +296,7 @@ _TOL = {
 _ROW_PROPERTIES: dict[str, Any] = {
     "key": {"type": "string"},
     "kind": {"enum": ["tensor", "value"]},
-    "status": {"enum": ["ok", "fail", "missing", "dtype", "shape"]},
+    "status": {"enum": list(STATUSES)},
     "dtype_a": {"type": ["string", "null"]},
     "dtype_b": {"type": ["string", "null"]},
     "shape_a": _OPT_SHAPE,
@@ -479,24 +498,30 @@ def _markdown_section(diff: Diff) -> str:
 
 
 def _markdown_row(row: TensorDiff, labels: tuple[str, str]) -> str:
-    numeric = row.status in ("ok", "fail")
-    cells = [
-        f"`{row.key}`",
-        row.status.upper() if row.status in ("ok", "fail") else row.status,
+    key, *cells = table_cells(row, labels)
+    return "| " + " | ".join(_md(c) for c in [f"`{key}`", *cells]) + " |"
+
+
+def table_cells(row: TensorDiff, labels: tuple[str, str]) -> list[str]:
+    """One row of the Markdown and HTML tables as plain text: key, status, n, max|diff|,
+    max rel, max ulp, worst at, the two values there, details."""
+    numeric = row.status in ("ok", "fail")  # compared values, not a structural problem
+    return [
+        row.key,
+        row.status.upper() if numeric else row.status,
         str(row.n) if numeric else "",
-        _max_abs_text(row) if numeric and row.max_abs is not None else "",
+        max_abs_text(row) if numeric and row.max_abs is not None else "",
         f"{row.max_rel:.2e}" if numeric and row.max_rel is not None else "",
         "" if row.max_ulp is None else str(row.max_ulp),
-        format_index(row.worst_index) if row.worst_index is not None else "",
+        "" if row.worst_index is None else format_index(row.worst_index),
         format_value(row.a_worst, row.dtype_a) if row.a_worst is not None or numeric else "",
         format_value(row.b_worst, row.dtype_b) if row.b_worst is not None or numeric else "",
-        row_details(row, labels),
+        _row_details(row, labels),
     ]
-    return "| " + " | ".join(_md(c) for c in cells) + " |"
 
 
-def row_details(row: TensorDiff, labels: tuple[str, str]) -> str:
-    """The details cell of Markdown and HTML tables: the problem, or the mismatch summary."""
+def _row_details(row: TensorDiff, labels: tuple[str, str]) -> str:
+    """The details cell: the structural problem, or the mismatch summary."""
     problem = structural_problem(row, labels)
     if problem is not None:
         return problem
@@ -519,9 +544,9 @@ def _md(text: str) -> str:
 def case_data(outcome: Any) -> dict:
     """One case's results as plain data: checks, goldens, determinism, all with their Diffs.
 
-    ``html_report`` adds what only the HTML page shows: per check ``pattern`` / ``because`` /
-    ``relation`` / ``samples`` (value summaries of differ checks), per golden the ``env`` of
-    the committed file, and ``env`` (each side's recorded environment).
+    ``html_report`` adds what the HTML page shows beyond the tables: per check ``pattern`` /
+    ``because`` / ``relation`` / ``samples`` (value summaries of differ checks) and ``env``
+    (each side's recorded environment); per golden, ``env`` is the committed file's.
     """
     from harness import html_report
 
@@ -550,7 +575,7 @@ def case_data(outcome: Any) -> dict:
                 "ok": g.ok,
                 "message": g.message,
                 "diff": g.diff,
-                "env": html_report.golden_env(g),
+                "env": g.env,
             }
             for side, g in outcome.goldens.items()
         ],
@@ -572,8 +597,13 @@ def render_check(case_name: str, result: Any) -> str:
 def render_golden(result: Any) -> str:
     """``golden case/side: status: message``, plus the table when values changed."""
     line = f"golden {result.case}/{result.side}: {result.status}: {result.message}"
-    show = result.diff is not None and (not result.ok or result.status == "updated")
-    return line + (f"\n{render_text(result.diff)}" if show else "")
+    show = _golden_table(result.diff, result.ok, result.status)
+    return line + (f"\n{show}" if show else "")
+
+
+def _golden_table(diff: Diff | None, ok: bool, status: str) -> str:
+    """The table of a golden comparison worth showing (it failed, or an update changed it)."""
+    return render_text(diff) if diff is not None and (not ok or status == "updated") else ""
 
 
 def render_case(outcome: Any) -> str:
@@ -595,8 +625,8 @@ def render_case_data(data: dict) -> str:
     for golden in data["goldens"]:
         mark = "ok  " if golden["ok"] else "FAIL"
         lines.append(f"[{mark}] golden:{golden['side']}: {golden['status']}: {golden['message']}")
-        if golden["diff"] is not None and (not golden["ok"] or golden["status"] == "updated"):
-            lines.append(render_text(golden["diff"]))
+        table = _golden_table(golden["diff"], golden["ok"], golden["status"])
+        lines += [table] if table else []
     lines.append(f"{data['case']}: {'OK' if data['ok'] else 'FAIL'}")
     return "\n".join(lines)
 
@@ -611,13 +641,7 @@ def render_summary(results: Sequence[dict], stale: Sequence[Any] = ()) -> str:
         f"{d['case']}::golden:{g['side']}" for d in results for g in d["goldens"] if not g["ok"]
     ]
     failed += [f"{d['case']}: {d['error']}" for d in results if d.get("error")]
-    ulps = [
-        r.max_ulp
-        for c in checks
-        if c["kind"] == "agree" and c["diff"] is not None
-        for r in c["diff"].rows
-        if r.max_ulp is not None
-    ]
+    ulps = [ulp for d in results for ulp, _ in agree_ulps(d)]
     lines = [
         f"== summary: {len(results)} cases, {len(checks)} checks "
         f"({sum(c['ok'] for c in checks)} hold, {documented} documented divergences), "
@@ -629,6 +653,17 @@ def render_summary(results: Sequence[dict], stale: Sequence[Any] = ()) -> str:
     bad_cases = sum(1 for d in results if not d["ok"])
     lines.append("OK" if not bad_cases else f"FAIL ({bad_cases} of {len(results)} cases)")
     return "\n".join(lines)
+
+
+def agree_ulps(data: dict) -> list[tuple[int, str]]:
+    """``(max_ulp, "case::key")`` of every row of the case's ``agree`` checks that has one."""
+    return [
+        (row.max_ulp, f"{data['case']}::{row.key}")
+        for c in data["checks"]
+        if c["kind"] == "agree" and c["diff"] is not None
+        for row in c["diff"].rows
+        if row.max_ulp is not None
+    ]
 
 
 def cases_json(results: Sequence[dict]) -> dict:
@@ -692,27 +727,20 @@ def cases_markdown(results: Sequence[dict]) -> str:
 
 def write_requested(results: Sequence[dict], args: Any) -> None:
     """Write the report files a case run asked for (``--json``, ``--markdown``, ``--html``)."""
-    import json
-    from pathlib import Path
-
     if getattr(args, "json", None):
-        text = json.dumps(cases_json(results), indent=2, allow_nan=False) + "\n"
-        Path(args.json).write_text(text, encoding="utf-8")
+        write_report(args.json, json.dumps(cases_json(results), indent=2, allow_nan=False) + "\n")
     if getattr(args, "markdown", None):
-        Path(args.markdown).write_text(cases_markdown(results), encoding="utf-8")
+        write_report(args.markdown, cases_markdown(results))
     if getattr(args, "html", None):
-        from harness import html_report, record
+        from harness import html_report
 
-        record.atomic_write_text(args.html, html_report.render_cases_html(results))
+        write_report(args.html, html_report.render_cases_html(results))
 
 
 class Progress:
     """One line per finished case on ``stream``: running count, case verdict, elapsed time."""
 
     def __init__(self, total: int, stream: Any = None) -> None:
-        import sys
-        import time
-
         self.total, self.done = total, 0
         self.stream = stream if stream is not None else sys.stderr
         self._clock = time.perf_counter

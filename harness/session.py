@@ -177,7 +177,7 @@ def _summarize(name: str, update: bool, force: bool, dirs: Dirs = Dirs()) -> dic
     )
     data = report.case_data(outcome)
     data["seconds"] = time.perf_counter() - started
-    data["text"] = report.render_case(outcome)
+    data["text"] = report.render_case_data(data)
     return data
 
 

@@ -116,6 +116,17 @@ def write_sidecar(folder: Path, stem: str, key: str, array: np.ndarray) -> dict:
             raise
     name = sidecar_name(stem, key, digest)
     _commit(tmp, folder / name)
+    return _reference(array, name, digest, summary)
+
+
+def sidecar_reference(stem: str, key: str, array: np.ndarray) -> dict:
+    """The reference ``write_sidecar`` would return for ``array``, without writing a file."""
+    array = np.ascontiguousarray(array)
+    digest = sha256_of(array)
+    return _reference(array, sidecar_name(stem, key, digest), digest, summarize(array))
+
+
+def _reference(array: np.ndarray, name: str, digest: str, summary: dict) -> dict:
     return {
         "dtype": array.dtype.name,
         "shape": list(array.shape),

@@ -86,22 +86,8 @@ DEFAULTS: dict[str, Tolerance] = {
     # slack; a case that computes in float64 overrides it for its keys.
     "float": Tolerance(1e-6, reason="Python floats usually hold float32 results"),
 }
-for _name in [
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "bool",
-    "int",
-    "str",
-    "None",
-    "error",
-]:
-    DEFAULTS[_name] = _EXACT
+_INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+DEFAULTS.update(dict.fromkeys((*_INTEGERS, "bool", "int", "str", "None", "error"), _EXACT))
 
 
 def default_tolerance(dtype_name: str | None) -> Tolerance:

@@ -39,7 +39,7 @@ def make_run(torch_values: dict, engine_values: dict, checks=(), tolerances=None
         checks=tuple(checks),
         tolerances=tolerances or {},
     )
-    return CaseRun(case, {}, {"torch": torch_values, "engine": engine_values}, {}, {})
+    return CaseRun(case, {}, {"torch": torch_values, "engine": engine_values}, {})
 
 
 def arr(*values, dtype=F32):
@@ -205,6 +205,13 @@ class TestLoadCase:
             (
                 '"""D."""\ndef torch_side(): pass\ndef engine_side(): pass\nCHECKS=[1]\n',
                 "is not agree/differ/expect",
+            ),
+            (
+                '"""D."""\nfrom harness.case import agree\n'
+                "from harness.tolerances import Tolerance\n"
+                "def torch_side(): pass\ndef engine_side(): pass\nCHECKS=[agree('*')]\n"
+                "TOLERANCES = {'w': Tolerance(1e-5)}\n",
+                "TOLERANCES: tolerance override 'w' needs a reason",
             ),
         ],
     )

@@ -145,6 +145,14 @@ def test_json_and_markdown_reports_are_written(pair, capsys, tmp_path):
     assert [line.split("`")[1] for line in table] == ["logits", "steps"]
 
 
+def test_html_report_is_written_in_file_mode(pair, capsys, tmp_path):
+    page = tmp_path / "r.html"
+    code, _, err = run(capsys, *pair(BASE, BASE), "--html", str(page))
+    assert code == 0 and err == ""
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<code>logits</code>" in text
+
+
 def test_environment_difference_warns_but_passes(tmp_path, capsys):
     a = side(tmp_path / "a.json", BASE, side_name="torch")
     b = side(tmp_path / "b.json", BASE, side_name="engine", env={**ENV, "torch": "2.12.0"})
@@ -292,3 +300,31 @@ def test_case_with_files_is_a_usage_error(pair, capsys):
     with pytest.raises(SystemExit) as exc:
         compare.main([*pair(BASE, BASE), "--case", "x"])
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--atol", "0"], "--atol applies to comparing two files (A.json B.json), not to cases"),
+        (["--dtype", "float64"], "--dtype applies to comparing two files"),
+        (["--keys", "w"], "--keys applies to comparing two files"),
+    ],
+)
+def test_file_options_in_case_mode_are_a_usage_error(argv, message, capsys):
+    """Ignored silently, a loosened --atol would change nothing and look like it did."""
+    with pytest.raises(SystemExit) as exc:
+        compare.main(argv)
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"compare.py: error: {message}")
+
+
+@pytest.mark.parametrize("option", [["--update-golden"], ["--shard", "1/2"], ["--out", "x"]])
+def test_case_options_with_files_are_a_usage_error(pair, capsys, option):
+    with pytest.raises(SystemExit) as exc:
+        compare.main([*pair(BASE, BASE), *option])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert (
+        err
+        == f"compare.py: error: {option[0]} runs cases; it cannot be combined with FILE arguments"
+    )

@@ -51,6 +51,20 @@ def test_identical_golden_passes(golden_dir, tmp_path):
     assert (result.status, result.ok) == ("identical", True)
 
 
+def test_identical_golden_is_not_decoded(golden_dir, tmp_path, monkeypatch):
+    """Equal bytes settle it: the common case costs one read and no parse of the golden."""
+    text, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    values = decoded(text, tmp_path)
+    golden.check_golden(FakeCase(), "engine", text, values, golden_dir)
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("the identical golden was decoded")
+
+    monkeypatch.setattr(record, "read_side", no_parse)
+    result = golden.check_golden(FakeCase(), "engine", text, values, golden_dir)
+    assert (result.status, result.env) == ("identical", ENV)
+
+
 def test_mismatch_writes_obtained_and_keeps_golden(golden_dir, tmp_path):
     old, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
     new, _ = side_text({"y": np.array([1.0, 3.0], np.float32)})

@@ -241,11 +241,6 @@ def test_value_summary(value, text):
     assert html_report.value_summary(value) == text
 
 
-def test_side_env_reads_only_the_header():
-    text = '{\n  "format": 1,\n  "env": {"numpy": "2.4.6"},\n  "values": {"x": [1, '  # cut short
-    assert html_report.side_env(text) == {"numpy": "2.4.6"}
-
-
 class Terminal(io.StringIO):
     def isatty(self):
         return True

@@ -215,3 +215,21 @@ def test_flipping_any_backward_rule_fails_an_item_that_uses_it(rule):
     with flipped_rule(rule):
         caught = any(run_item(name, "float64").status == FAIL for name in names)
     assert caught, names
+
+
+def test_json_writes_numpy_scalars_as_their_values():
+    # A finite np.float32 used to come out as "Infinity" (every float took the non-finite path).
+    doc = {"x": np.float32(1.5), "nan": np.float32("nan"), "n": np.int64(3)}
+    text = json.dumps(doc, allow_nan=False, default=matrix._json_default)
+    assert json.loads(text) == {"x": 1.5, "nan": "NaN", "n": 3}
+
+
+@pytest.mark.parametrize(
+    "argv", [["--ops", "add,nope"], ["--dtypes", "float16"], ["--inject-flip", "nope"]]
+)
+def test_cli_names_an_unknown_name_in_one_line_and_exits_2(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        matrix.main(argv)
+    assert exc.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"python -m harness.ops: error: argument {argv[0]}: ")

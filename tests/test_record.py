@@ -392,3 +392,8 @@ def test_environment_is_deterministic_and_has_no_host_name():
     assert platform.node() not in json.dumps(env)
     for pool in env["blas"]:
         assert {"internal_api", "version", "architecture", "num_threads"} <= pool.keys()
+
+
+def test_side_env_reads_only_the_header():
+    text = '{\n  "format": 1,\n  "env": {"numpy": "2.4.6"},\n  "values": {"x": [1, '  # cut short
+    assert record.side_env(text) == {"numpy": "2.4.6"}

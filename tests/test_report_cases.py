@@ -52,7 +52,13 @@ def outcome(ok_agree=True):
     ]
     goldens = {
         "torch": NS(
-            case="demo", side="torch", status="identical", ok=True, message="same bytes", diff=None
+            case="demo",
+            side="torch",
+            status="identical",
+            ok=True,
+            message="same bytes",
+            diff=None,
+            env=None,
         ),
         "engine": NS(
             case="demo",
@@ -61,10 +67,11 @@ def outcome(ok_agree=True):
             ok=False,
             message="values differ from the golden beyond tolerance",
             diff=a_diff(2.5),
+            env=None,
         ),
     }
     case = NS(name="demo", doc="A demo case.\n\nMore text.")
-    run = NS(error=None, nondeterministic={})
+    run = NS(error=None, nondeterministic={}, texts={}, env={})
     return NS(case=case, run=run, checks=checks, goldens=goldens, ok=False)
 
 

@@ -19,21 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# The relation a declaration keeps is the case API's `Relation` (text + `holds`): here
+# `holds(torch_value, engine_value)`, either of which may be None (no gradient on that side).
+# A declared divergence is not a blank cheque: if a later change breaks the engine further at
+# the same place (a flipped sign inside a declared rounding difference), the relation fails
+# and so does the item.
+from harness.case import Relation
 from harness.tolerances import default_tolerance
-
-
-@dataclass(frozen=True)
-class Relation:
-    """What still holds between torch's and the engine's values where they diverge.
-
-    A declared divergence is not a blank cheque: if a later change breaks the engine further
-    at the same place (a flipped sign inside a declared rounding difference), the relation
-    fails and so does the item. `holds(torch_value, engine_value)`; either may be None (no
-    gradient on that side).
-    """
-
-    text: str
-    holds: Callable[[object, object], bool]
 
 
 @dataclass(frozen=True)

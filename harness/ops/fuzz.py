@@ -24,6 +24,7 @@ shrunk program as a case file, the comparison and the float64 third opinion, and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -35,8 +36,10 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from harness.diff import TensorDiff, diff_arrays
+from harness.ops.inject import flipped_rule, rule_name
 from harness.ops.opinion import Opinion, render_opinion, third_opinion
 from harness.ops.registry import pair, render
+from harness.report import row_summary
 from harness.tolerances import Tolerance
 
 BOUND = 50.0  # no intermediate value may exceed this magnitude (keeps rtol meaningful)
@@ -330,14 +333,6 @@ def _step_exprs(program: Program, dtype: str) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _torch_seed(out: str) -> list[str]:
-    return [f"    {out}.backward(torch.ones_like({out}))"]
-
-
-def _engine_seed(out: str) -> list[str]:
-    return [f"    grads = {out}.backward()  # burn seeds a non-scalar backward with ones"]
-
-
 def case_source(program: Program, name: str = "fuzz_found", dtype: str = DTYPE) -> str:
     """The program as a ready-to-paste `cases/<name>.py` (torch_side, engine_side, CHECKS)."""
     names = _names(program)
@@ -366,7 +361,7 @@ def case_source(program: Program, name: str = "fuzz_found", dtype: str = DTYPE) 
         lines.append(f"    x{k} = torch.tensor({data}, dtype=torch.{dtype}, requires_grad=True)")
     lines += [f"    {v} = {t}" for v, _, t in steps]
     lines += [
-        *_torch_seed(out),
+        f"    {out}.backward(torch.ones_like({out}))",
         f'    return {{"out": {out}, {grads}}}',
         "",
         "",
@@ -380,7 +375,7 @@ def case_source(program: Program, name: str = "fuzz_found", dtype: str = DTYPE) 
         )
     lines += [f"    {v} = {e}" for v, e, _ in steps]
     lines += [
-        *_engine_seed(out),
+        f"    grads = {out}.backward()  # burn seeds a non-scalar backward with ones",
         f'    return {{"out": {out}, {egrads}}}',
         "",
         "",
@@ -477,11 +472,7 @@ def render_verdict(verdict: Verdict) -> str:
         if isinstance(row, str):
             lines.append(f"FAIL {key}: {row}")
             continue
-        index = "[" + ", ".join(str(i) for i in row.worst_index or ()) + "]"
-        lines.append(
-            f"FAIL {key}: {row.status}; {row.mismatches} of {row.n} differ; worst at {index}: "
-            f"torch={row.a_worst!r} engine={row.b_worst!r} (tol {row.tol.describe()})"
-        )
+        lines.append(f"FAIL {key}: {row_summary(row)}")
         if key in verdict.opinions:
             lines.append(f"     {render_opinion(verdict.opinions[key])}")
     return "\n".join(lines)
@@ -560,21 +551,25 @@ def render_run(run: FuzzRun, name: str = "fuzz_found") -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m harness.ops.fuzz [--examples N] [--seed S]`: exit 1 on a disagreement."""
     parser = argparse.ArgumentParser(prog="python -m harness.ops.fuzz", description=__doc__)
-    parser.add_argument("--examples", type=int, default=CI_EXAMPLES)
+    parser.add_argument("--examples", type=_positive_int, default=CI_EXAMPLES)
     parser.add_argument("--seed", type=int, help="random seed (default: derandomized)")
-    parser.add_argument("--max-steps", type=int, default=5)
-    parser.add_argument("--inject-flip", metavar="OP", help="demo: flip OP's backward rule")
+    parser.add_argument("--max-steps", type=_positive_int, default=5)
+    parser.add_argument(
+        "--inject-flip", type=rule_name, metavar="OP", help="demo: flip OP's backward rule"
+    )
     parser.add_argument("--name", default="fuzz_found", help="case name for a failure")
     args = parser.parse_args(argv)
-    from harness.ops.inject import flipped_rule
 
-    if args.inject_flip:
-        with flipped_rule(args.inject_flip):
-            run = fuzz(args.examples, seed=args.seed, max_steps=args.max_steps)
-    else:
+    with flipped_rule(args.inject_flip) if args.inject_flip else contextlib.nullcontext():
         run = fuzz(args.examples, seed=args.seed, max_steps=args.max_steps)
     print(render_run(run, args.name))
     return 0 if run.ok else 1
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
 
 
 if __name__ == "__main__":

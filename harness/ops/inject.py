@@ -7,6 +7,7 @@ wrong rule.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from collections.abc import Iterator
 
@@ -34,6 +35,14 @@ def patched_rule(op: str, rule) -> Iterator[None]:
         yield
     finally:
         rules.BACKWARD_RULES[op] = saved
+
+
+def rule_name(op: str) -> str:
+    """`op` if it has a backward rule (the type of the CLIs' `--inject-flip OP`)."""
+    if op not in rules.BACKWARD_RULES:
+        known = ", ".join(sorted(rules.BACKWARD_RULES))
+        raise argparse.ArgumentTypeError(f"no backward rule named {op!r}; known: {known}")
+    return op
 
 
 @contextlib.contextmanager

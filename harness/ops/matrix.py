@@ -4,8 +4,7 @@ A *cell* is (op, dtype, shape, value set). In each cell both frameworks get the 
 forward values are compared after the pair's declared layout mapping, raw output shapes are
 compared separately, and vector-Jacobian products are compared for every float input: the
 engine backpropagates from `<out, cot>` (`_seeded`), PyTorch runs `autograd.grad(out, inputs,
-cot)`,
-with one seeded random cotangent per cell. Tolerances come from `harness.tolerances`, the
+cot)`, with one seeded random cotangent per cell. Tolerances come from `harness.tolerances`, the
 statistics from `harness.diff`. A comparison that disagrees is "declared" when
 `harness.ops.divergences` lists it, else a failure; a declaration that stops diverging fails.
 
@@ -15,6 +14,7 @@ Data first: `run_item` returns an `ItemResult`; `render_table` / `matrix_json` p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import zlib
@@ -30,6 +30,7 @@ from harness.case import OUT_DIR
 from harness.diff import TensorDiff, diff_arrays
 from harness.engine import AutodiffError, Device, Tensor
 from harness.ops import divergences as div_table
+from harness.ops.inject import flipped_rule, rule_name
 from harness.ops.opinion import Opinion, opinion_json, render_opinion, third_opinion
 from harness.ops.registry import (
     BOOL,
@@ -37,11 +38,14 @@ from harness.ops.registry import (
     INDEX,
     INT,
     PAIRS,
+    PAIRS_BY_NAME,
     OpPair,
     ShapeCase,
     pair,
     template_args,
 )
+from harness.record import atomic_write_text, json_float
+from harness.report import row_summary
 from harness.tolerances import TABLE_VERSION, default_tolerance
 
 DTYPES = ("float32", "float64")
@@ -298,19 +302,7 @@ def _compare_values(key: str, t: np.ndarray | None, e: np.ndarray | None) -> Com
         return Comparison(key, False, f"no gradient on the {side} side", values=(t, e))
     tol = default_tolerance(t.dtype.name)
     row = diff_arrays(t, e, tol, key=key)
-    return Comparison(key, row.ok, "" if row.ok else _row_note(row), row, values=(t, e))
-
-
-def _row_note(row: TensorDiff) -> str:
-    if row.status == "dtype":
-        return f"dtype: torch={row.dtype_a} engine={row.dtype_b}"
-    if row.status == "shape":
-        return f"shape: torch={list(row.shape_a)} engine={list(row.shape_b)}"
-    index = "[" + ", ".join(str(i) for i in row.worst_index or ()) + "]"
-    return (
-        f"{row.mismatches} of {row.n} differ; worst at {index}: "
-        f"torch={row.a_worst!r} engine={row.b_worst!r} (tol {row.tol.describe()})"
-    )
+    return Comparison(key, row.ok, "" if row.ok else row_summary(row), row, values=(t, e))
 
 
 def compare_cell(prefix: str, t: SideRun, e: SideRun) -> list[Comparison]:
@@ -424,8 +416,9 @@ def apply_divergences(
 ) -> tuple[list[div_table.Divergence], list[div_table.Divergence]]:
     """Set each comparison's status; return (declarations used here, declarations vanished)."""
     matched: dict[div_table.Divergence, list[Comparison]] = {}
+    table = tuple(table)
     for comp in comps:
-        found = div_table.declared(comp.key, tuple(table))
+        found = div_table.declared(comp.key, table)
         if found is not None:
             matched.setdefault(found, []).append(comp)
         if comp.ok:
@@ -464,6 +457,7 @@ def run_item(
 class MatrixResult:
     items: list[ItemResult]
     unused: list[div_table.Divergence]
+    table: Sequence[div_table.Divergence] = div_table.DIVERGENCES  # the declarations applied
 
     @property
     def ok(self) -> bool:
@@ -484,7 +478,7 @@ def run_matrix(
     used = {d for item in items for d in item.used}
     full = names is None and tuple(dtypes) == DTYPES
     unused = [d for d in table if d not in used] if full else []
-    return MatrixResult(items, unused)
+    return MatrixResult(items, unused, tuple(table))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -574,7 +568,7 @@ def matrix_json(result: MatrixResult) -> dict:
                 "reason": d.reason,
                 "relation": d.relation.text if d.relation else None,
             }
-            for d in div_table.DIVERGENCES
+            for d in result.table
         ],
         "unused_declarations": [d.pattern for d in result.unused],
     }
@@ -617,24 +611,25 @@ def _item_json(item: ItemResult) -> dict:
 
 
 def write_json(result: MatrixResult, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(matrix_json(result), indent=1, allow_nan=False, default=_json_default)
-    path.write_text(text + "\n")
+    atomic_write_text(path, text + "\n")
 
 
 def _json_default(value):
+    """NumPy scalars as their Python values (json calls this only for types it cannot write)."""
     if isinstance(value, np.generic):
-        return _json_default(value.item()) if isinstance(value, np.floating) else value.item()
-    if isinstance(value, float):
-        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+        item = value.item()
+        return json_float(item) if isinstance(item, float) else item
     raise TypeError(f"not JSON serializable: {value!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m harness.ops`: print the coverage table, write out/ops.json, exit 1 on fail."""
     parser = argparse.ArgumentParser(prog="python -m harness.ops", description=__doc__)
-    parser.add_argument("--ops", help="comma-separated op names (default: all)")
-    parser.add_argument("--dtypes", default=",".join(DTYPES))
+    parser.add_argument(
+        "--ops", type=_names_of(PAIRS_BY_NAME, "op"), help="comma-separated op names (default: all)"
+    )
+    parser.add_argument("--dtypes", type=_names_of(DTYPES, "dtype"), default=list(DTYPES))
     parser.add_argument("--json", type=Path, default=OUT_JSON, help="default: <repo>/out/ops.json")
     parser.add_argument(
         "--opinion",
@@ -643,14 +638,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="float64 third opinion for failing float32 checks, or for all",
     )
     parser.add_argument(
-        "--inject-flip", metavar="OP", help="demo: flip the sign of OP's backward rule for this run"
+        "--inject-flip",
+        type=rule_name,
+        metavar="OP",
+        help="demo: flip the sign of OP's backward rule for this run",
     )
-    args = parser.parse_args(argv)
-    names = args.ops.split(",") if args.ops else None
-    dtypes = tuple(args.dtypes.split(","))
-    from harness.ops.inject import flipped_rule
-
-    with flipped_rule(args.inject_flip) if args.inject_flip else _nothing():
+    args = parser.parse_args(argv)  # a bad name exits 2 with one line, through argparse
+    names, dtypes = args.ops, tuple(args.dtypes)
+    with flipped_rule(args.inject_flip) if args.inject_flip else contextlib.nullcontext():
         result = run_matrix(names, dtypes, opinions=args.opinion == "all")
     print(render_table(result))
     write_json(result, args.json)
@@ -658,12 +653,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if result.ok else 1
 
 
-class _nothing:
-    def __enter__(self):
-        return None
+def _names_of(known: Iterable[str], what: str) -> Callable[[str], list[str]]:
+    """An argparse type: a comma-separated list of names, each one of ``known``."""
+    known = list(known)
 
-    def __exit__(self, *exc):
-        return False
+    def parse(text: str) -> list[str]:
+        names = text.split(",")
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what}(s) {', '.join(unknown)}; known: {', '.join(known)}"
+            )
+        return names
+
+    return parse
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.diff import diff_arrays
+from harness.record import json_float
+from harness.report import format_index
 from harness.tolerances import Tolerance, default_tolerance
 
 TORCH_CLOSER = "torch closer"
@@ -112,10 +114,9 @@ def render_opinion(op: Opinion) -> str:
         f"(max err torch {op.torch_error:.3g}, engine {op.engine_error:.3g})"
     )
     if op.worst_index is not None:
-        index = "[" + ", ".join(str(i) for i in op.worst_index) + "]"
         text += (
-            f"; at {index}: torch={op.torch_worst!r} engine={op.engine_worst!r} "
-            f"float64={op.reference_worst!r}: {op.worst_verdict}"
+            f"; at {format_index(op.worst_index)}: torch={op.torch_worst!r} "
+            f"engine={op.engine_worst!r} float64={op.reference_worst!r}: {op.worst_verdict}"
         )
     return text
 
@@ -135,9 +136,5 @@ def opinion_json(op: Opinion) -> dict:
     }
 
 
-def _num(x: float | None):
-    if x is None or math.isfinite(x):
-        return x
-    if math.isnan(x):
-        return "NaN"
-    return "Infinity" if x > 0 else "-Infinity"
+def _num(x: float | None) -> float | str | None:
+    return None if x is None else json_float(x)
