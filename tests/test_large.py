@@ -181,7 +181,6 @@ def test_peak_memory_of_a_5e6_compare_is_about_the_inputs(tmp_path):
     assert peak - baseline < 1.5 * inputs, (peak - baseline) / inputs
 
 
-@pytest.mark.slow
 def test_two_50_million_element_tensors_compare_within_4_gb(tmp_path):
     n = 50_000_000
     proc, peak = compare_in_child(pair_of_sidecar_files(tmp_path, n), limit_bytes=4 << 30)
