@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -111,22 +112,34 @@ def row_summary(row: TensorDiff, labels: tuple[str, str] = ("torch", "engine")) 
     )
 
 
-def verdict(diff: Diff, divergence: bool = False) -> str:
+@dataclass(frozen=True)
+class Words:
+    """How a table reads: the word on a row outside tolerance, and the two verdicts."""
+
+    row: str
+    within: str
+    beyond: str
+
+
+CHECK_WORDS = Words("FAIL", "OK", "FAIL")
+# A documented divergence (a ``differ`` check): differing is the expected outcome.
+DIVERGENCE_WORDS = Words("DIFF", "SAME (divergence vanished)", "DIFFER as documented")
+# A golden rewritten by --update-golden: the table says what changed, nothing failed.
+UPDATE_WORDS = Words("CHANGED", "values within tolerance of the old golden", "CHANGED")
+
+
+def verdict(diff: Diff, divergence: bool = False, *, words: Words | None = None) -> str:
     """``worst=1.19e-07 tol=1e-06 OK`` or ``... FAIL (2 of 14 keys)``.
 
-    For a documented divergence (a ``differ`` check) differing is the expected outcome, so the
-    words change: ``DIFFER as documented (2 of 14 keys)``, or ``SAME (divergence vanished)``.
+    ``divergence`` (or other ``words``) changes the wording, for example
+    ``DIFFER as documented (2 of 14 keys)`` for a ``differ`` check.
     """
+    words = words or (DIVERGENCE_WORDS if divergence else CHECK_WORDS)
     worst = "n/a" if diff.worst is None else f"{diff.worst:.2e}"
     text = f"worst={worst} tol={diff.tol.describe()} "
-    counted = f"({len(diff.failures)} of {len(diff.rows)} keys)"
-    if divergence:
-        return text + (
-            "SAME (divergence vanished)" if diff.ok else f"DIFFER as documented {counted}"
-        )
     if diff.ok:
-        return text + "OK"
-    return text + f"FAIL {counted}"
+        return text + words.within
+    return text + f"{words.beyond} ({len(diff.failures)} of {len(diff.rows)} keys)"
 
 
 def header(diff: Diff) -> str:
@@ -138,17 +151,18 @@ def header(diff: Diff) -> str:
 # Text
 
 
-def render_text(diff: Diff, divergence: bool = False) -> str:
+def render_text(diff: Diff, divergence: bool = False, *, words: Words | None = None) -> str:
     """The study-style table: header, one row per key, verdict line (no trailing newline).
 
     ``divergence``: the table of a ``differ`` check; rows say ``DIFF`` where they would say
-    ``FAIL``, and the verdict reads as the documented outcome.
+    ``FAIL``, and the verdict reads as the documented outcome. ``words`` sets another reading
+    (``UPDATE_WORDS`` for a rewritten golden).
     """
+    words = words or (DIVERGENCE_WORDS if divergence else CHECK_WORDS)
     width = max([MIN_NAME_WIDTH, *(len(row.key) for row in diff.rows)])
-    word = "DIFF" if divergence else "FAIL"
     lines = [f"== {header(diff)}"]
-    lines += [_text_row(row, width, diff.labels, word) for row in diff.rows]
-    lines.append(verdict(diff, divergence))
+    lines += [_text_row(row, width, diff.labels, words.row) for row in diff.rows]
+    lines.append(verdict(diff, words=words))
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -603,7 +617,9 @@ def render_golden(result: Any) -> str:
 
 def _golden_table(diff: Diff | None, ok: bool, status: str) -> str:
     """The table of a golden comparison worth showing (it failed, or an update changed it)."""
-    return render_text(diff) if diff is not None and (not ok or status == "updated") else ""
+    if diff is None or (ok and status != "updated"):
+        return ""
+    return render_text(diff, words=UPDATE_WORDS if status == "updated" else None)
 
 
 def render_case(outcome: Any) -> str:

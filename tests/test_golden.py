@@ -187,3 +187,16 @@ def test_fingerprint_covers_versions_blas_and_threads_of_the_real_environment():
     assert set(fingerprint) == {"torch", "torch_threads", "numpy", "python", "platform", "blas"}
     assert all(fingerprint[key] == env[key] for key in fingerprint)
     assert golden.fingerprint({**env, "numpy": "0.0"}) != fingerprint
+
+
+def test_update_report_says_what_changed_without_calling_it_a_failure(golden_dir, tmp_path):
+    from harness import report
+
+    old, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    new, _ = side_text({"y": np.array([1.0, 2.5], np.float32)})
+    golden.update_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
+    updated = golden.update_golden(FakeCase(), "engine", new, decoded(new, tmp_path), golden_dir)
+    text = report.render_golden(updated)
+    assert "FAIL" not in text
+    assert "y                        n=  2  max|diff|=5.00e-01" in text
+    assert text.splitlines()[-1] == "worst=5.00e-01 tol=1e-06 CHANGED (1 of 1 keys)"
