@@ -14,7 +14,6 @@ Exit codes: 0 everything holds, 1 a check failed, 2 bad usage or unreadable / ma
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -153,13 +152,15 @@ def compare_files(args: argparse.Namespace) -> int:
     _warn_env(side_a, side_b)
     print(report.render_text(diff))
     meta = {"files": [str(path_a), str(path_b)], "keys": args.keys}
-    if args.json:
-        doc = report.render_json(diff, meta=meta)
-        _write(args.json, json.dumps(doc, indent=2, allow_nan=False) + "\n")
-    if args.markdown:
-        _write(args.markdown, report.render_markdown(diff))
-    if args.html:
-        _write(args.html, report.render_html(diff, meta=meta))
+    try:
+        report.write_reports(
+            args,
+            json_doc=lambda: report.render_json(diff, meta=meta),
+            markdown=lambda: report.render_markdown(diff),
+            html=lambda: report.render_html(diff, meta=meta),
+        )
+    except OSError as exc:
+        raise UsageError(f"{exc.filename}: cannot write ({exc.strerror or exc})") from None
     return EXIT_OK if diff.ok else EXIT_FAIL
 
 
@@ -229,15 +230,6 @@ def _warn_env(side_a: Any, side_b: Any) -> None:
     ]
     if changed:
         print(f"{PROG}: warning: environments differ: {'; '.join(changed)}", file=sys.stderr)
-
-
-def _write(path: str, text: str) -> None:
-    from harness.record import write_report
-
-    try:
-        write_report(path, text)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 # ---------------------------------------------------------------------------------------------

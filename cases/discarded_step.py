@@ -13,7 +13,15 @@ import torch
 import torch.nn.functional as F
 
 from harness.a1 import A1_LR, a1_engine, a1_torch
-from harness.case import agree, capture, differ, expect, predicate, raises_vs_value
+from harness.case import (
+    agree,
+    capture,
+    differ,
+    expect,
+    flags,
+    raises_message,
+    raises_vs_value,
+)
 from harness.engine import AdamConfig, CrossEntropyLossConfig, Device, GradientsParams, SgdConfig
 
 
@@ -77,9 +85,8 @@ CHECKS = [
     differ(
         "*loss_unchanged",
         because="harness.engine.optim.ModuleOptimizer.step",
-        relation=predicate(
-            "PyTorch's loss moved; the engine's discarded step left it unchanged",
-            lambda t, e: not t and e,
+        relation=flags(
+            False, True, "PyTorch's loss moved; the engine's discarded step left it unchanged"
         ),
     ),
     agree("adam.state_steps"),
@@ -94,9 +101,6 @@ CHECKS = [
     expect(
         "use_after_step",
         "engine",
-        predicate(
-            f"MovedValueError naming {_MOVED_FIX!r}",
-            lambda e, _: _MOVED_FIX in getattr(e, "message", ""),
-        ),
+        raises_message(_MOVED_FIX, exact=False),
     ),
 ]

@@ -9,7 +9,7 @@ import warnings
 
 import torch
 
-from harness.case import agree, differ, predicate
+from harness.case import agree, differ, flags
 from harness.engine import Device, Tensor
 
 
@@ -44,7 +44,7 @@ def engine_side():
     }
 
 
-_TORCH_ONLY = predicate("PyTorch: True, engine: False", lambda t, e: t is True and e is False)
+_TORCH_ONLY = flags(True, False, "PyTorch: True, engine: False")
 
 CHECKS = [
     agree("h_grad"),

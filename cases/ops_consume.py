@@ -19,7 +19,17 @@ import warnings
 
 import torch
 
-from harness.case import agree, capture, differ, equals, expect, predicate, raises_vs_value
+from harness.case import (
+    agree,
+    capture,
+    differ,
+    equals,
+    expect,
+    flags,
+    predicate,
+    raises_message,
+    raises_vs_value,
+)
 from harness.engine import Device, Tensor
 from harness.record import CapturedError
 
@@ -124,10 +134,6 @@ def engine_side():
     }
 
 
-def _torch_only_true(torch_value, engine_value):
-    return torch_value is False and engine_value is True
-
-
 def _plus_one(torch_value, engine_value):
     return bool((torch_value == engine_value + 1).all())
 
@@ -153,15 +159,13 @@ CHECKS = [
     differ(
         "clone.alias.is_marked_leaf",
         because="harness.engine.tensor.Tensor.clone",
-        relation=predicate(
-            "PyTorch: a graph op (False); engine: the leaf itself (True)", _torch_only_true
-        ),
+        relation=flags(False, True, "PyTorch: a graph op (False); engine: the leaf itself (True)"),
     ),
     differ(
         "detach.require_grad",
         because="harness.engine.tensor.Tensor.detach",
-        relation=predicate(
-            "PyTorch drops requires_grad (False); the engine keeps it (True)", _torch_only_true
+        relation=flags(
+            False, True, "PyTorch drops requires_grad (False); the engine keeps it (True)"
         ),
     ),
     differ(
@@ -182,10 +186,7 @@ CHECKS = [
     expect(
         "require_grad_intermediate",
         "engine",
-        predicate(
-            f"raises {NON_LEAF_REQUIRE_GRAD!r}",
-            lambda e, _: getattr(e, "message", None) == NON_LEAF_REQUIRE_GRAD,
-        ),
+        raises_message(NON_LEAF_REQUIRE_GRAD),
     ),
     agree("no_mutation.rebound"),
     differ(

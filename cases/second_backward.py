@@ -11,7 +11,7 @@ import inspect
 
 import torch
 
-from harness.case import agree, capture, differ, expect, predicate
+from harness.case import agree, capture, differ, expect, flags, predicate, raises_message
 from harness.engine import Device, Tensor
 
 # burn-autodiff's text, written out here so the case checks the engine against burn, not itself.
@@ -70,9 +70,7 @@ CHECKS = [
     differ(
         "has_retain_graph",
         because="harness.engine.tensor.Tensor.backward",
-        relation=predicate(
-            "PyTorch has retain_graph, the engine does not", lambda t, e: t and not e
-        ),
+        relation=flags(True, False, "PyTorch has retain_graph, the engine does not"),
     ),
     agree(
         "retained.x_grad",
@@ -81,9 +79,6 @@ CHECKS = [
     expect(
         "second",
         "engine",
-        predicate(
-            "raises burn's 'Node should have a step registered'",
-            lambda e, _: getattr(e, "message", None) == NO_STEP_REGISTERED,
-        ),
+        raises_message(NO_STEP_REGISTERED),
     ),
 ]

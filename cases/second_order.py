@@ -7,7 +7,7 @@ computed from it raises the engine's error: burn is first order only.
 
 import torch
 
-from harness.case import agree, capture, differ, expect, predicate, raises_vs_value
+from harness.case import agree, capture, differ, expect, flags, raises_message, raises_vs_value
 from harness.engine import Device, Tensor
 
 BACKWARD_ERROR = (
@@ -45,9 +45,7 @@ CHECKS = [
     differ(
         "first_is_tracked",
         because="harness.engine.tensor.Tensor.backward",
-        relation=predicate(
-            "PyTorch's gradient is tracked, the engine's is plain", lambda t, e: t and not e
-        ),
+        relation=flags(True, False, "PyTorch's gradient is tracked, the engine's is plain"),
     ),
     differ(
         "second",
@@ -60,8 +58,6 @@ CHECKS = [
     expect(
         "second",
         "engine",
-        predicate(
-            f"raises {BACKWARD_ERROR!r}", lambda e, _: getattr(e, "message", None) == BACKWARD_ERROR
-        ),
+        raises_message(BACKWARD_ERROR),
     ),
 ]

@@ -228,6 +228,24 @@ def raises_vs_value(error_type: str | None = None) -> Relation:
     return Relation(f"left raises {error_type or 'an error'}, right gives a value", holds)
 
 
+def raises_message(message: str, *, exact: bool = True) -> Relation:
+    """One-sided (for :func:`expect`): a captured error whose message is ``message`` (or,
+    with ``exact=False``, contains it). Spec-fixed texts are asserted to the letter."""
+
+    def holds(value: Any, _other: Any) -> bool:
+        if not isinstance(value, record.CapturedError):
+            return False
+        return value.message == message if exact else message in value.message
+
+    how = "" if exact else "containing "
+    return Relation(f"raises with a message {how}{message!r}", holds)
+
+
+def flags(left: bool, right: bool, text: str) -> Relation:
+    """Both sides are flags: the left one is ``left`` and the right one is ``right``."""
+    return Relation(text, lambda a, b: a is left and b is right)
+
+
 def predicate(text: str, fn: Callable[[Any, Any], bool]) -> Relation:
     """A relation from a two-argument predicate, with the text the report shows."""
     return Relation(text, fn)
@@ -442,6 +460,9 @@ def _write_out(run: CaseRun, side: str, values: Mapping, folder: Path, threshold
         path, run.case.name, side, values, run.env, sidecar_threshold=threshold
     )
     run.texts[side] = text
+    # Decoded from the text just written, so checks see what a golden stores. Sidecars are
+    # loaded (and so re-hashed: read_side only skips the hash by not loading them at all);
+    # that costs only for tensors above the sidecar threshold.
     run.values[side] = record.read_side(path, data=text.encode("ascii")).values
 
 

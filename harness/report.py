@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -603,9 +603,13 @@ def render_check(case_name: str, result: Any) -> str:
     line = f"{case_name}: {result.check.label}: {'ok' if result.ok else 'FAIL'}: {result.message}"
     if getattr(result, "documented_by", ""):
         line += f" (documented: {result.documented_by})"
-    divergence = result.check.kind == "differ"
-    table = render_text(result.diff, divergence) if result.diff is not None else None
-    return line + (f"\n{table}" if table is not None else "")
+    table = _check_table(result.check.kind, result.diff)
+    return line + (f"\n{table}" if table else "")
+
+
+def _check_table(kind: str, diff: Diff | None) -> str:
+    """A check's table; a ``differ`` check's reads as the documented outcome."""
+    return "" if diff is None else render_text(diff, divergence=kind == "differ")
 
 
 def render_golden(result: Any) -> str:
@@ -636,8 +640,8 @@ def render_case_data(data: dict) -> str:
         mark = "ok  " if check["ok"] else "FAIL"
         extra = f" (documented: {check['documented_by']})" if check["documented_by"] else ""
         lines.append(f"[{mark}] {check['label']}: {check['message']}{extra}")
-        if check["diff"] is not None:
-            lines.append(render_text(check["diff"], check["kind"] == "differ"))
+        table = _check_table(check["kind"], check["diff"])
+        lines += [table] if table else []
     for golden in data["goldens"]:
         mark = "ok  " if golden["ok"] else "FAIL"
         lines.append(f"[{mark}] golden:{golden['side']}: {golden['status']}: {golden['message']}")
@@ -741,16 +745,46 @@ def cases_markdown(results: Sequence[dict]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def write_requested(results: Sequence[dict], args: Any) -> None:
-    """Write the report files a case run asked for (``--json``, ``--markdown``, ``--html``)."""
-    if getattr(args, "json", None):
-        write_report(args.json, json.dumps(cases_json(results), indent=2, allow_nan=False) + "\n")
-    if getattr(args, "markdown", None):
-        write_report(args.markdown, cases_markdown(results))
-    if getattr(args, "html", None):
-        from harness import html_report
+def write_reports(
+    args: Any,
+    *,
+    json_doc: Callable[[], dict],
+    markdown: Callable[[], str],
+    html: Callable[[], str],
+) -> None:
+    """Write the report files ``args`` asks for (``--json``, ``--markdown``, ``--html``).
 
-        write_report(args.html, html_report.render_cases_html(results))
+    The one writer of both modes (two files, a case run); each renderer runs only when its
+    file was asked for. Files are written atomically; their folder must exist (OSError).
+    """
+    requested = (
+        (getattr(args, "json", None), lambda: _strict_json(json_doc())),
+        (getattr(args, "markdown", None), markdown),
+        (getattr(args, "html", None), html),
+    )
+    for path, render in requested:
+        if path:
+            text = render()
+            try:
+                write_report(path, text)
+            except OSError as exc:  # name the file the user gave, not a temporary one
+                raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def _strict_json(doc: dict) -> str:
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+
+
+def write_requested(results: Sequence[dict], args: Any) -> None:
+    """Write the report files a case run asked for."""
+    from harness import html_report
+
+    write_reports(
+        args,
+        json_doc=lambda: cases_json(results),
+        markdown=lambda: cases_markdown(results),
+        html=lambda: html_report.render_cases_html(results),
+    )
 
 
 class Progress:

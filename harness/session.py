@@ -63,7 +63,7 @@ class CaseOutcome:
         raise KeyError(check.label)
 
 
-_CACHE: dict[tuple[str, bool, bool], CaseOutcome] = {}
+_CACHE: dict[tuple[str, bool, bool, Path, Path], CaseOutcome] = {}
 
 
 def outcome_for(
@@ -74,7 +74,7 @@ def outcome_for(
     golden_dir: Path = GOLDEN_DIR,
     out_dir: Path = OUT_DIR,
 ) -> CaseOutcome:
-    key = (str(case.path), update, force)
+    key = (str(case.path), update, force, golden_dir, out_dir)
     if key not in _CACHE:
         _CACHE[key] = compute_outcome(
             case, update=update, force=force, golden_dir=golden_dir, out_dir=out_dir
@@ -169,8 +169,13 @@ def parse_shard(shard: str) -> tuple[int, int]:
 
 
 def _summarize(name: str, update: bool, force: bool, dirs: Dirs = Dirs()) -> dict[str, Any]:
-    """Worker entry: run one case by name; return picklable report data and text."""
+    """Worker entry: load one case by name (a Case holds functions: it is not picklable)."""
     (case,) = discover([name], dirs.cases)
+    return _summarize_case(case, update, force, dirs)
+
+
+def _summarize_case(case: Case, update: bool, force: bool, dirs: Dirs) -> dict[str, Any]:
+    """Run one case; return picklable report data and its terminal text."""
     started = time.perf_counter()
     outcome = compute_outcome(
         case, update=update, force=force, golden_dir=dirs.golden, out_dir=dirs.out
@@ -194,7 +199,7 @@ def main_run(case_names: Sequence[str], args: Any) -> int:
         return EXIT_USAGE
     update, force = bool(getattr(args, "update_golden", False)), bool(getattr(args, "force", False))
     jobs = int(getattr(args, "jobs", 1) or 1)
-    results = _run_all([c.name for c in cases], update, force, jobs, dirs)
+    results = _run_all(cases, update, force, jobs, dirs)
     for data in results:
         print(data["text"])
     stale = golden.stale_goldens(dirs.golden, {p.stem for p in case_paths(dirs.cases)})
@@ -217,7 +222,7 @@ def _worker_context() -> multiprocessing.context.BaseContext:
 
 
 def _run_all(
-    names: list[str], update: bool, force: bool, jobs: int, dirs: Dirs
+    cases: list[Case], update: bool, force: bool, jobs: int, dirs: Dirs
 ) -> list[dict[str, Any]]:
     """Run the cases, in ``jobs`` worker processes when there is more than one.
 
@@ -225,13 +230,14 @@ def _run_all(
     ``golden/<case>/``, every write is atomic (unique temporary file, then rename), and
     results come back in case order whatever order the workers finish in.
     """
-    progress = report.Progress(len(names), stream=sys.stderr)
-    if jobs <= 1 or len(names) <= 1:
+    progress = report.Progress(len(cases), stream=sys.stderr)
+    if jobs <= 1 or len(cases) <= 1:
         results = []
-        for name in names:
-            results.append(_summarize(name, update, force, dirs))
+        for case in cases:  # already loaded: no second import of the case file
+            results.append(_summarize_case(case, update, force, dirs))
             progress.advance(results[-1])
         return results
+    names = [c.name for c in cases]
     by_name: dict[str, dict[str, Any]] = {}
     workers = min(jobs, len(names), os.cpu_count() or 1)
     with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:

@@ -101,24 +101,23 @@ class TestAgree:
 
 
 class TestDiffer:
-    def because(self):
-        return "harness.engine.autodiff.Gradients"
+    because = "harness.engine.autodiff.Gradients"
 
     def test_passes_while_values_differ_and_relation_holds(self):
         run = make_run({"g": arr(4.0, 8.0)}, {"g": arr(2.0, 4.0)})
-        result = evaluate_check(run, differ("g", because=self.because(), relation=scaled(2)))
+        result = evaluate_check(run, differ("g", because=self.because, relation=scaled(2)))
         assert result.ok, result.message
         assert result.documented_by == "The gradients of one backward pass, keyed by node id."
 
     def test_fails_when_divergence_vanishes(self):
         run = make_run({"g": arr(2.0, 4.0)}, {"g": arr(2.0, 4.0)})
-        result = evaluate_check(run, differ("g", because=self.because(), relation=scaled(2)))
+        result = evaluate_check(run, differ("g", because=self.because, relation=scaled(2)))
         assert not result.ok
         assert result.message == "expected divergence vanished"
 
     def test_fails_when_relation_breaks(self):
         run = make_run({"g": arr(5.0, 8.0)}, {"g": arr(2.0, 4.0)})
-        result = evaluate_check(run, differ("g", because=self.because(), relation=scaled(2)))
+        result = evaluate_check(run, differ("g", because=self.because, relation=scaled(2)))
         assert not result.ok
         assert result.message == "values differ but the relation 'left = 2 x right' fails for ['g']"
 
@@ -136,14 +135,14 @@ class TestDiffer:
     def test_raises_vs_value(self):
         error = record.CapturedError("RuntimeError", "boom")
         run = make_run({"g": error}, {"g": arr(2.0)})
-        check = differ("g", because=self.because(), relation=raises_vs_value("RuntimeError"))
+        check = differ("g", because=self.because, relation=raises_vs_value("RuntimeError"))
         assert evaluate_check(run, check).ok
-        wrong_type = differ("g", because=self.because(), relation=raises_vs_value("ValueError"))
+        wrong_type = differ("g", because=self.because, relation=raises_vs_value("ValueError"))
         assert not evaluate_check(run, wrong_type).ok
 
     def test_same_values_other_shape(self):
         run = make_run({"loss": np.array(F32(1.5))}, {"loss": arr(1.5)})
-        check = differ("loss", because=self.because(), relation=same_values_other_shape())
+        check = differ("loss", because=self.because, relation=same_values_other_shape())
         assert evaluate_check(run, check).ok
 
 
@@ -226,3 +225,24 @@ def test_tolerance_resolution_prefers_case_override():
     override = Tolerance(atol=0.5, reason="why")
     assert resolve("grads.w", "float32", {"grads.*": override}) == override
     assert resolve("loss", "float32", {"grads.*": override}) != override
+
+
+class TestOneSidedAndFlagRelations:
+    error = record.CapturedError("AutodiffError", "Requires autodiff tensor.")
+
+    def test_raises_message_is_exact_by_default(self):
+        from harness.case import raises_message
+
+        assert raises_message("Requires autodiff tensor.").holds(self.error, None)
+        assert not raises_message("Requires autodiff").holds(self.error, None)
+        assert raises_message("Requires autodiff", exact=False).holds(self.error, None)
+        assert not raises_message("Requires autodiff tensor.").holds("a value", None)
+
+    def test_flags_need_the_exact_pair_of_bools(self):
+        from harness.case import flags
+
+        relation = flags(True, False, "left only")
+        assert relation.holds(True, False)
+        assert not relation.holds(False, True)
+        assert not relation.holds(1, 0)  # flags are bools, not truthy values
+        assert relation.text == "left only"
