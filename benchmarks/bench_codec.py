@@ -13,17 +13,10 @@ numbers do not depend on the machine's load; each reference test prints its grou
 import numpy as np
 import orjson
 import pytest
-from threadpoolctl import threadpool_limits
 
 from harness import record
 
 RATIOS: dict[str, dict[str, float]] = {}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    with threadpool_limits(limits=1):
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -27,9 +27,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 from harness.diff import diff_arrays
 from harness.tolerances import Tolerance
 
@@ -54,14 +51,6 @@ def make_pair(n: int, kind: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
 @pytest.fixture(scope="module")
 def pair():
     return make_pair(N, "ulp")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1):
-        yield
 
 
 def test_diff_arrays(benchmark, pair):

@@ -38,7 +38,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from harness import record, sidecar
 from harness.diff import diff_arrays, diff_values
@@ -48,12 +47,6 @@ N = 50_000_000
 TOL = Tolerance(1e-6, ulps=4, reason="benchmark: nearby is 3 ULP away")
 MEDIANS: dict[str, float] = {}
 PEAKS: dict[str, float] = {}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    with threadpool_limits(limits=1):
-        yield
 
 
 @pytest.fixture(scope="module")

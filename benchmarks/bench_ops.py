@@ -10,11 +10,6 @@ VJP); `test_full_matrix` is the whole registry once (what `python -m harness.ops
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 import torch
 
 from harness.ops import fuzz, matrix

@@ -1,8 +1,25 @@
-"""Prints the engine's time and memory ratios after the train-step benchmarks."""
+"""One BLAS thread for every benchmark module; the engine's time and memory ratios after the
+train-step benchmarks."""
 
 from __future__ import annotations
 
+import os
+
+# Before any benchmark module imports torch or starts a child process.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import pytest
+from threadpoolctl import threadpool_limits
+
 TARGETS = {"tiny": 0.5, "medium": 0.9, "large": 1.1}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Pin BLAS to one thread, so the numbers do not depend on the machine's cores or load."""
+    with threadpool_limits(limits=1):
+        yield
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -17,7 +17,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import A1_LR, a1_engine, a1_torch, engine_grads, engine_params, torch_params
+from harness.a1 import (
+    A1_LR,
+    a1_engine,
+    a1_torch,
+    engine_grads,
+    engine_params,
+    torch_grads,
+    torch_params,
+)
 from harness.case import agree, differ, predicate
 from harness.engine import (
     CrossEntropyLossConfig,
@@ -36,7 +44,7 @@ def _torch_clipped(model, raw, clip):
     for path, p in model.named_parameters():
         p.grad = raw[path].clone()
     clip(list(model.parameters()))
-    return {path: p.grad.clone() for path, p in model.named_parameters()}
+    return torch_grads(model)
 
 
 def _per_param_norm(params):
@@ -47,7 +55,7 @@ def _per_param_norm(params):
 def torch_side():
     model, x, y = a1_torch()
     F.cross_entropy(model(x), y).backward()
-    raw = {path: p.grad.clone() for path, p in model.named_parameters()}
+    raw = torch_grads(model)
     value = _torch_clipped(model, raw, lambda ps: torch.nn.utils.clip_grad_value_(ps, VALUE))
     norm = _torch_clipped(model, raw, lambda ps: torch.nn.utils.clip_grad_norm_(ps, NORM))
     per_param = _torch_clipped(model, raw, _per_param_norm)

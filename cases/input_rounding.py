@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from harness.a1 import a1_arrays, a1_engine, a1_torch
 from harness.case import agree, differ, expect, predicate
-from harness.diff import ordered_int
+from harness.diff import ulp_distance
 from harness.engine import CrossEntropyLossConfig, Device
 from harness.tolerances import Tolerance
 
@@ -32,25 +32,22 @@ def torch_side():
 def engine_side():
     device = Device.flex().autodiff()
     loss_fn = CrossEntropyLossConfig().init(device)
+    arrays = {rounding: a1_arrays(rounding) for rounding in ("once", "float32")}
     values = {}
     for rounding, label in (("once", "exact"), ("float32", "rounded")):
         model, x, y = a1_engine(device, rounding)
         logits = model.forward(x)
         values[f"{label}.out.logits"] = logits
         values[f"{label}.out.loss"] = loss_fn.forward(logits, y)
-        values.update({f"{label}.inputs.{k}": a1_arrays(rounding)[k] for k in INPUTS})
+        values.update({f"{label}.inputs.{k}": arrays[rounding][k] for k in INPUTS})
     for k in INPUTS:
-        exact, rounded = a1_arrays("once")[k], a1_arrays("float32")[k]
-        values[f"input_ulps.{k}"] = _ulps(exact, rounded)
+        values[f"input_ulps.{k}"] = _ulps(arrays["once"][k], arrays["float32"][k])
     return values
 
 
 def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise ULP distance of two float32 arrays (ordered-integer mapping)."""
-    flat = [
-        abs(ordered_int(x, "float32") - ordered_int(y, "float32"))
-        for x, y in zip(a.ravel(), b.ravel(), strict=True)
-    ]
+    """Elementwise ULP distance of two float32 arrays."""
+    flat = [ulp_distance(x, y, "float32") for x, y in zip(a.ravel(), b.ravel(), strict=True)]
     return np.array(flat, dtype=np.int64).reshape(a.shape)
 
 
@@ -74,7 +71,7 @@ CHECKS = [
         tol=Tolerance.exact(reason="any difference in the inputs is the subject"),
         relation=predicate(
             "at most 3 ULP apart",
-            lambda a, b: bool(np.all(np.abs(a.view(np.int32) - b.view(np.int32)) <= 3)),
+            lambda a, b: bool(np.all(_ulps(a, b) <= 3)),
         ),
     ),
     expect("input_ulps.*", "engine", predicate("between 0 and 3 ULP", _few_ulps)),

@@ -13,7 +13,15 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import A1_LR, a1_arrays, a1_engine, a1_torch, engine_params, torch_params
+from harness.a1 import (
+    A1_LR,
+    PARAM_NAMES,
+    a1_arrays,
+    a1_engine,
+    a1_torch,
+    engine_params,
+    torch_params,
+)
 from harness.case import agree, equals, expect
 from harness.engine import CrossEntropyLossConfig, Device, GradientsParams, SgdConfig
 
@@ -60,7 +68,7 @@ CHECKS = [
     *[
         expect(f"trained.{name}", side, equals(value))
         for name, value in a1_arrays().items()
-        if "." in name
+        if name in PARAM_NAMES
         for side in ("torch", "engine")
     ],
 ]

@@ -45,6 +45,7 @@ def run(capsys, *argv):
 
 
 BASE = {"logits": tensor([1.0, 2.0, 3.0, 4.0], [2, 2]), "steps": 3}
+OFF = {**BASE, "logits": tensor([1.0, 2.0, 3.0, 4.5], [2, 2])}  # [1, 1] is 0.5 off
 
 
 def test_identical_files_exit_0_with_the_study_table(pair, capsys):
@@ -59,8 +60,7 @@ def test_identical_files_exit_0_with_the_study_table(pair, capsys):
 
 
 def test_value_beyond_tolerance_exits_1_with_index_and_values(pair, capsys):
-    b = {**BASE, "logits": tensor([1.0, 2.0, 3.0, 4.5], [2, 2])}
-    code, out, _ = run(capsys, *pair(BASE, b))
+    code, out, _ = run(capsys, *pair(BASE, OFF))
     assert code == 1
     assert (
         "logits                   n=  4  max|diff|=5.00e-01  ulp=1048576"
@@ -70,8 +70,7 @@ def test_value_beyond_tolerance_exits_1_with_index_and_values(pair, capsys):
 
 
 def test_atol_makes_a_failing_compare_pass(pair, capsys):
-    b = {**BASE, "logits": tensor([1.0, 2.0, 3.0, 4.5], [2, 2])}
-    files = pair(BASE, b)
+    files = pair(BASE, OFF)
     code, out, _ = run(capsys, *files, "--atol", "0.5")
     assert code == 0 and out.endswith("worst=5.00e-01 tol=0.5 OK\n")
     assert run(capsys, *files, "--atol", "0.4")[0] == 1

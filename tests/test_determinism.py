@@ -15,11 +15,6 @@ ROOT = Path(__file__).resolve().parents[1]
 FAST_CASES = ["param_ids", "grad_edit", "grad_location"]  # repo cases that run in ~50 ms
 
 
-def tree(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}  # fmt: skip
-
-
 def run_script(tmp_path: Path, name: str, hash_seed: str) -> subprocess.CompletedProcess:
     """compare.py on the fast cases into fresh out/ and golden/ folders of its own."""
     folders = [f"--out={tmp_path / name / 'out'}", f"--golden-dir={tmp_path / name / 'golden'}"]
@@ -34,7 +29,7 @@ def run_script(tmp_path: Path, name: str, hash_seed: str) -> subprocess.Complete
     )
 
 
-def test_two_script_runs_write_byte_identical_files(tmp_path):
+def test_two_script_runs_write_byte_identical_files(tmp_path, tree):
     first = run_script(tmp_path, "run1", "1")
     second = run_script(tmp_path, "run2", "2")
     assert first.returncode == second.returncode == 1  # empty golden folders: goldens missing
@@ -80,7 +75,7 @@ def write_case(folder: Path, name: str, body: str):
     return load_case(folder / f"{name}.py")
 
 
-def test_seeds_and_threads_are_pinned_for_every_run(tmp_path):
+def test_seeds_and_threads_are_pinned_for_every_run(tmp_path, tree):
     case = write_case(tmp_path / "cases", "seeded", SEEDED_BY_THE_HARNESS)
     first = compute_outcome(case, golden_dir=tmp_path / "g1", out_dir=tmp_path / "o1")
     compute_outcome(case, golden_dir=tmp_path / "g2", out_dir=tmp_path / "o2")

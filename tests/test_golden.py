@@ -9,21 +9,16 @@ import pytest
 from harness import golden, record
 from harness.case import SIDES, Case, agree, load_case
 from harness.session import compute_outcome
-from harness.tolerances import resolve
 
 ENV = {"numpy": "2.4.6", "python": "3.11.7", "torch": "2.13.0"}
 
 
-class FakeCase:
-    name = "demo"
-
-    def tol_for(self, key, dtype):
-        return resolve(key, dtype, {})
+# A case with no checks and no tolerance overrides: goldens are judged by the default table.
+DEMO = Case("demo", "", Path("demo.py"), dict, dict, (), {})
 
 
 def side_text(values, env=ENV):
-    values = record.normalize(values)
-    return record.dumps_side("demo", "engine", values, env), values
+    return record.dumps_side("demo", "engine", record.normalize(values), env)
 
 
 def decoded(text, tmp_path):
@@ -38,43 +33,43 @@ def golden_dir(tmp_path):
 
 
 def test_missing_golden_fails_and_is_written(golden_dir, tmp_path):
-    text, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
-    result = golden.check_golden(FakeCase(), "engine", text, decoded(text, tmp_path), golden_dir)
+    text = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    result = golden.check_golden(DEMO, "engine", text, decoded(text, tmp_path), golden_dir)
     assert (result.status, result.ok) == ("missing", False)
     assert (golden_dir / "demo" / "engine.json").read_text() == text
 
 
 def test_identical_golden_passes(golden_dir, tmp_path):
-    text, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
-    golden.check_golden(FakeCase(), "engine", text, decoded(text, tmp_path), golden_dir)
-    result = golden.check_golden(FakeCase(), "engine", text, decoded(text, tmp_path), golden_dir)
+    text = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    golden.check_golden(DEMO, "engine", text, decoded(text, tmp_path), golden_dir)
+    result = golden.check_golden(DEMO, "engine", text, decoded(text, tmp_path), golden_dir)
     assert (result.status, result.ok) == ("identical", True)
 
 
 def test_identical_golden_is_not_decoded(golden_dir, tmp_path, monkeypatch):
     """Equal bytes settle it: the common case costs one read and no parse of the golden."""
-    text, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    text = side_text({"y": np.array([1.0, 2.0], np.float32)})
     values = decoded(text, tmp_path)
-    golden.check_golden(FakeCase(), "engine", text, values, golden_dir)
+    golden.check_golden(DEMO, "engine", text, values, golden_dir)
 
     def no_parse(*args, **kwargs):
         raise AssertionError("the identical golden was decoded")
 
     monkeypatch.setattr(record, "read_side", no_parse)
-    result = golden.check_golden(FakeCase(), "engine", text, values, golden_dir)
+    result = golden.check_golden(DEMO, "engine", text, values, golden_dir)
     assert (result.status, result.env) == ("identical", ENV)
 
 
 def test_mismatch_writes_obtained_and_keeps_golden(golden_dir, tmp_path):
-    old, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
-    new, _ = side_text({"y": np.array([1.0, 3.0], np.float32)})
-    golden.check_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
-    result = golden.check_golden(FakeCase(), "engine", new, decoded(new, tmp_path), golden_dir)
+    old = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    new = side_text({"y": np.array([1.0, 3.0], np.float32)})
+    golden.check_golden(DEMO, "engine", old, decoded(old, tmp_path), golden_dir)
+    result = golden.check_golden(DEMO, "engine", new, decoded(new, tmp_path), golden_dir)
     assert (result.status, result.ok) == ("mismatch", False)
     assert (golden_dir / "demo" / "engine.json").read_text() == old
     assert (golden_dir / "demo" / "engine.obtained.json").read_text() == new
     # A later passing run removes the stale .obtained file.
-    golden.check_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
+    golden.check_golden(DEMO, "engine", old, decoded(old, tmp_path), golden_dir)
     assert not (golden_dir / "demo" / "engine.obtained.json").exists()
 
 
@@ -83,44 +78,40 @@ def one_ulp_up(x):
 
 
 def test_last_bit_change_needs_identity_only_in_same_environment(golden_dir, tmp_path):
-    old, _ = side_text({"y": np.array([1.0], np.float32)})
-    golden.check_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
+    old = side_text({"y": np.array([1.0], np.float32)})
+    golden.check_golden(DEMO, "engine", old, decoded(old, tmp_path), golden_dir)
 
-    same_env, _ = side_text({"y": np.array([one_ulp_up(1.0)], np.float32)})
-    result = golden.check_golden(
-        FakeCase(), "engine", same_env, decoded(same_env, tmp_path), golden_dir
-    )
+    same_env = side_text({"y": np.array([one_ulp_up(1.0)], np.float32)})
+    result = golden.check_golden(DEMO, "engine", same_env, decoded(same_env, tmp_path), golden_dir)
     assert (result.status, result.ok) == ("mismatch", False)
     assert "environment fingerprint matches" in result.message
 
-    other_env, _ = side_text(
-        {"y": np.array([one_ulp_up(1.0)], np.float32)}, {**ENV, "numpy": "9.9"}
-    )
+    other_env = side_text({"y": np.array([one_ulp_up(1.0)], np.float32)}, {**ENV, "numpy": "9.9"})
     result = golden.check_golden(
-        FakeCase(), "engine", other_env, decoded(other_env, tmp_path), golden_dir
+        DEMO, "engine", other_env, decoded(other_env, tmp_path), golden_dir
     )
     assert (result.status, result.ok) == ("within_tol", True)
 
 
 def test_update_reports_change_and_rewrites(golden_dir, tmp_path):
-    old, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
-    new, _ = side_text({"y": np.array([1.0, 2.5], np.float32)})
-    created = golden.update_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
+    old = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    new = side_text({"y": np.array([1.0, 2.5], np.float32)})
+    created = golden.update_golden(DEMO, "engine", old, decoded(old, tmp_path), golden_dir)
     assert created.status == "created"
-    unchanged = golden.update_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
+    unchanged = golden.update_golden(DEMO, "engine", old, decoded(old, tmp_path), golden_dir)
     assert unchanged.status == "unchanged"
-    updated = golden.update_golden(FakeCase(), "engine", new, decoded(new, tmp_path), golden_dir)
+    updated = golden.update_golden(DEMO, "engine", new, decoded(new, tmp_path), golden_dir)
     assert updated.status == "updated"
     assert updated.diff.rows[0].max_abs == pytest.approx(0.5)
     assert (golden_dir / "demo" / "engine.json").read_text() == new
 
 
 def test_unreadable_golden_is_reported_not_raised(golden_dir, tmp_path):
-    text, _ = side_text({"y": np.array([1.0], np.float32)})
+    text = side_text({"y": np.array([1.0], np.float32)})
     path = golden_dir / "demo" / "engine.json"
     path.parent.mkdir(parents=True)
     path.write_text('{"format": 1, "values": {')
-    result = golden.check_golden(FakeCase(), "engine", text, decoded(text, tmp_path), golden_dir)
+    result = golden.check_golden(DEMO, "engine", text, decoded(text, tmp_path), golden_dir)
     assert (result.status, result.ok) == ("unreadable", False)
     assert str(path) in result.message
 
@@ -192,10 +183,10 @@ def test_fingerprint_covers_versions_blas_and_threads_of_the_real_environment():
 def test_update_report_says_what_changed_without_calling_it_a_failure(golden_dir, tmp_path):
     from harness import report
 
-    old, _ = side_text({"y": np.array([1.0, 2.0], np.float32)})
-    new, _ = side_text({"y": np.array([1.0, 2.5], np.float32)})
-    golden.update_golden(FakeCase(), "engine", old, decoded(old, tmp_path), golden_dir)
-    updated = golden.update_golden(FakeCase(), "engine", new, decoded(new, tmp_path), golden_dir)
+    old = side_text({"y": np.array([1.0, 2.0], np.float32)})
+    new = side_text({"y": np.array([1.0, 2.5], np.float32)})
+    golden.update_golden(DEMO, "engine", old, decoded(old, tmp_path), golden_dir)
+    updated = golden.update_golden(DEMO, "engine", new, decoded(new, tmp_path), golden_dir)
     text = report.render_golden(updated)
     assert "FAIL" not in text
     assert "y                        n=  2  max|diff|=5.00e-01" in text

@@ -10,17 +10,13 @@ import pytest
 
 import compare
 from harness import golden, record, sidecar
-from harness.case import SIDES, load_case
-from harness.tolerances import resolve
+from harness.case import SIDES, Case, load_case
 
 BIG = 70_000  # above record.SIDECAR_THRESHOLD: stored as a .npy sidecar
 
 
-class FakeCase:
-    name = "demo"
-
-    def tol_for(self, key, dtype):
-        return resolve(key, dtype, {})
+# A case with no checks and no tolerance overrides: goldens are judged by the default table.
+DEMO = Case("demo", "", Path("demo.py"), dict, dict, (), {})
 
 
 def fresh(folder: Path, values: dict) -> tuple[str, dict]:
@@ -66,7 +62,7 @@ def dying_writer(monkeypatch):
 
 def golden_with(tmp_path: Path, values: dict) -> Path:
     text, decoded = fresh(tmp_path / "out1", values)
-    result = golden.update_golden(FakeCase(), "engine", text, decoded, tmp_path / "golden")
+    result = golden.update_golden(DEMO, "engine", text, decoded, tmp_path / "golden")
     assert result.status == "created"
     return tmp_path / "golden" / "demo"
 
@@ -77,7 +73,7 @@ def test_killed_json_write_keeps_the_old_golden(tmp_path, dying_writer):
     text, decoded = fresh(tmp_path / "out2", {"y": np.arange(4, dtype=np.float32) + 1})
     dying_writer(".json")
     with pytest.raises(KeyboardInterrupt):
-        golden.update_golden(FakeCase(), "engine", text, decoded, tmp_path / "golden")
+        golden.update_golden(DEMO, "engine", text, decoded, tmp_path / "golden")
     assert snapshot(folder) == before  # same files, same bytes: no temp file, no torn golden
 
 
@@ -94,7 +90,7 @@ def test_killed_write_keeps_old_golden_and_its_sidecar(tmp_path, dying_writer, d
     text, decoded = fresh(tmp_path / "out2", {"w": big(1), "n": 3})
     dying_writer(dies)  # sidecar temp files are named after the JSON stem, "engine"
     with pytest.raises(KeyboardInterrupt):
-        golden.update_golden(FakeCase(), "engine", text, decoded, tmp_path / "golden")
+        golden.update_golden(DEMO, "engine", text, decoded, tmp_path / "golden")
     assert snapshot(folder) == before
     np.testing.assert_array_equal(record.read_side(folder / "engine.json").values["w"], big(0))
 
@@ -105,7 +101,7 @@ def test_killed_obtained_write_leaves_the_golden_alone(tmp_path, dying_writer):
     text, decoded = fresh(tmp_path / "out2", {"w": big(0.5)})
     dying_writer(".obtained.json")
     with pytest.raises(KeyboardInterrupt):
-        golden.check_golden(FakeCase(), "engine", text, decoded, tmp_path / "golden")
+        golden.check_golden(DEMO, "engine", text, decoded, tmp_path / "golden")
     assert snapshot(folder) == before  # no half .obtained.json, no orphaned sidecar
 
 
@@ -114,7 +110,7 @@ def test_without_the_fault_the_same_update_goes_through(tmp_path):
     folder = golden_with(tmp_path, {"w": big(0), "n": 3})
     before = snapshot(folder)
     text, decoded = fresh(tmp_path / "out2", {"w": big(1), "n": 3})
-    result = golden.update_golden(FakeCase(), "engine", text, decoded, tmp_path / "golden")
+    result = golden.update_golden(DEMO, "engine", text, decoded, tmp_path / "golden")
     assert result.status == "updated" and result.diff.rows[0].max_abs == pytest.approx(1.0)
     after = snapshot(folder)
     assert after != before and len(after) == 2  # the old sidecar was removed as stale

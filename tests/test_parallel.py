@@ -40,11 +40,6 @@ def cases_dir(tmp_path):
     return folder
 
 
-def tree(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}  # fmt: skip
-
-
 def run(capsys, tmp_path, cases_dir, label, *extra):
     folders = [f"--cases-dir={cases_dir}", f"--out={tmp_path / label / 'out'}",
                f"--golden-dir={tmp_path / label / 'golden'}",
@@ -61,7 +56,7 @@ def comparable(report: dict, label: str) -> str:
     return json.dumps(report, sort_keys=True).replace(f"/{label}/", "/RUN/")
 
 
-def test_jobs_2_gives_the_results_and_bytes_of_jobs_1(tmp_path, capsys, cases_dir):
+def test_jobs_2_gives_the_results_and_bytes_of_jobs_1(tmp_path, capsys, cases_dir, tree):
     serial = run(capsys, tmp_path, cases_dir, "serial", "--jobs", "1")
     parallel = run(capsys, tmp_path, cases_dir, "parallel", "--jobs", "2")
     assert serial[0] == parallel[0] == 1  # fresh golden folders: every golden is missing

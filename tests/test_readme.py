@@ -3,7 +3,8 @@
 import re
 from pathlib import Path
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def python_blocks() -> list[str]:
@@ -20,7 +21,7 @@ def test_python_examples_run():
 
 
 def test_the_two_commands_are_make_targets():
-    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text(encoding="utf-8")
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     for target in ("compare", "test", "golden", "report", "bench", "ops", "fuzz", "lint"):
         assert f"make {target}" in README
         assert re.search(rf"^{target}:", makefile, flags=re.MULTILINE), target

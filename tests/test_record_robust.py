@@ -242,9 +242,10 @@ def test_sidecar_of_ints_and_awkward_key(tmp_path):
     path = tmp_path / "engine.json"
     x = np.arange(5000, dtype=np.int64)
     record.write_side(path, "c", "engine", {"grads/fc 1": x}, {}, sidecar_threshold=10)
-    (name,) = record.read_side(path).sidecars
+    rec = record.read_side(path)
+    (name,) = rec.sidecars
     assert name.startswith("engine.grads_fc_1.") and name.endswith(".npy")
-    np.testing.assert_array_equal(record.read_side(path).values["grads/fc 1"], x)
+    np.testing.assert_array_equal(rec.values["grads/fc 1"], x)
 
 
 def test_sidecar_hash_mismatch(tmp_path):

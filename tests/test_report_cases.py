@@ -31,6 +31,10 @@ def a_diff(b_value):
     )
 
 
+def golden_result(side, status, ok, message, diff=None):
+    return NS(case="demo", side=side, status=status, ok=ok, message=message, diff=diff, env=None)
+
+
 def outcome(ok_agree=True):
     agree = NS(label="agree:g:torch~engine", kind="agree")
     differ = NS(label="differ:h:torch~engine", kind="differ")
@@ -51,23 +55,13 @@ def outcome(ok_agree=True):
         ),
     ]
     goldens = {
-        "torch": NS(
-            case="demo",
-            side="torch",
-            status="identical",
-            ok=True,
-            message="same bytes",
-            diff=None,
-            env=None,
-        ),
-        "engine": NS(
-            case="demo",
-            side="engine",
-            status="mismatch",
-            ok=False,
-            message="values differ from the golden beyond tolerance",
-            diff=a_diff(2.5),
-            env=None,
+        "torch": golden_result("torch", "identical", True, "same bytes"),
+        "engine": golden_result(
+            "engine",
+            "mismatch",
+            False,
+            "values differ from the golden beyond tolerance",
+            a_diff(2.5),
         ),
     }
     case = NS(name="demo", doc="A demo case.\n\nMore text.")
