@@ -391,9 +391,10 @@ def _referenced_sidecars(path: Path) -> set[str]:
         prefix = path.stem + "."
         if not any(n.startswith(prefix) and n.endswith(".npy") for n in os.listdir(path.parent)):
             return set()  # no sidecar can be referenced: skip reading the old file
-        if b'"sidecar"' not in path.read_bytes():
+        data = _read_bytes(path, MAX_BYTES)
+        if b'"sidecar"' not in data:
             return set()
-        record = read_side(path, verify_sidecars=False)
+        record = read_side(path, verify_sidecars=False, data=data)  # the file is read once
     except (OSError, RecordError):
         return set()
     return set(record.sidecars)

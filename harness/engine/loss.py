@@ -48,13 +48,20 @@ def _f32_or_none(value: float | None) -> float | None:
     return None if value is None else float(np.float32(value))
 
 
-def _check_smoothing_and_weights(smoothing: float | None, weights: Sequence[float] | None):
-    """burn's config assertions (shared by both cross-entropies), run at `init()`."""
-    alpha = _f32_or_none(smoothing)
+def _checked_fields(config, device) -> dict:
+    """The fields both cross-entropies take (`weights` as a tensor, `smoothing` rounded to
+    f32, `logits`), after burn's config assertions, which run at `init()`."""
+    alpha = _f32_or_none(config.smoothing)
     if alpha is not None and not 0.0 <= alpha <= 1.0:
         raise ValueError(SMOOTHING_RANGE.format(alpha=rust_float(alpha, f32=True)))
+    weights = config.weights
     if weights is not None and not all(float(np.float32(w)) > 0.0 for w in weights):
         raise ValueError(WEIGHTS_POSITIVE)
+    return {
+        "weights": _weights_tensor(weights, device),
+        "smoothing": alpha,
+        "logits": config.logits,
+    }
 
 
 def _smooth(targets: np.ndarray, alpha: float, classes: int) -> np.ndarray:
@@ -91,13 +98,9 @@ class CrossEntropyLossConfig(Config):
     logits: bool = True
 
     def init(self, device) -> CrossEntropyLoss:
-        _check_smoothing_and_weights(self.smoothing, self.weights)
-        return CrossEntropyLoss(
-            pad_tokens=None if self.pad_tokens is None else tuple(self.pad_tokens),
-            weights=_weights_tensor(self.weights, device),
-            smoothing=_f32_or_none(self.smoothing),
-            logits=self.logits,
-        )
+        fields = _checked_fields(self, device)
+        pad_tokens = None if self.pad_tokens is None else tuple(self.pad_tokens)
+        return CrossEntropyLoss(pad_tokens=pad_tokens, **fields)
 
 
 class CrossEntropyLoss(Module):
@@ -224,12 +227,7 @@ class BinaryCrossEntropyLossConfig(Config):
     logits: bool = False
 
     def init(self, device) -> BinaryCrossEntropyLoss:
-        _check_smoothing_and_weights(self.smoothing, self.weights)
-        return BinaryCrossEntropyLoss(
-            weights=_weights_tensor(self.weights, device),
-            smoothing=_f32_or_none(self.smoothing),
-            logits=self.logits,
-        )
+        return BinaryCrossEntropyLoss(**_checked_fields(self, device))
 
 
 class BinaryCrossEntropyLoss(Module):

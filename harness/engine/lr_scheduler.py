@@ -123,13 +123,13 @@ class LinearLrSchedulerConfig(Config):
         return LinearLrScheduler(self.final_lr, step_size, self.num_iters + 1)
 
 
+@dataclass
 class LinearLrScheduler(LrScheduler):
     """burn counts *remaining* iterations down and returns `final - step_size * remaining`."""
 
-    def __init__(self, final_lr: float, step_size: float, remaining_iters: int) -> None:
-        self.final_lr = final_lr
-        self.step_size = step_size
-        self.remaining_iters = remaining_iters
+    final_lr: float
+    step_size: float
+    remaining_iters: int
 
     def step(self) -> float:
         if self.remaining_iters != 0:
@@ -161,14 +161,14 @@ class CosineAnnealingLrSchedulerConfig(Config):
         return CosineAnnealingLrScheduler(self.min_lr, self.initial_lr, self.num_iters)
 
 
+@dataclass
 class CosineAnnealingLrScheduler(LrScheduler):
     """burn starts `current_iter` at usize::MAX so the first (wrapping) increment gives 0."""
 
-    def __init__(self, min_lr: float, max_lr: float, num_iters: int) -> None:
-        self.min_lr = min_lr
-        self.max_lr = max_lr
-        self.num_iters = num_iters
-        self.current_iter = -1
+    min_lr: float
+    max_lr: float
+    num_iters: int
+    current_iter: int = field(default=-1, init=False)
 
     def step(self) -> float:
         self.current_iter = (self.current_iter + 1) % (self.num_iters + 1)
@@ -194,12 +194,12 @@ class ExponentialLrSchedulerConfig(Config):
         return ExponentialLrScheduler(self.initial_lr / self.gamma, self.gamma)
 
 
+@dataclass
 class ExponentialLrScheduler(LrScheduler):
     """Multiplies the previous LR by `gamma` at each call."""
 
-    def __init__(self, previous_lr: float, gamma: float) -> None:
-        self.previous_lr = previous_lr
-        self.gamma = gamma
+    previous_lr: float
+    gamma: float
 
     def step(self) -> float:
         self.previous_lr *= self.gamma
@@ -224,14 +224,14 @@ class StepLrSchedulerConfig(Config):
         return StepLrScheduler(self.initial_lr, self.step_size, self.gamma)
 
 
+@dataclass
 class StepLrScheduler(LrScheduler):
     """Keeps burn's `iter_idx` starting at -1 and its integer power (`f64::powi`)."""
 
-    def __init__(self, init_lr: float, step_size: int, gamma: float) -> None:
-        self.init_lr = init_lr
-        self.step_size = step_size
-        self.gamma = gamma
-        self.iter_idx = -1
+    init_lr: float
+    step_size: int
+    gamma: float
+    iter_idx: int = field(default=-1, init=False)
 
     def step(self) -> float:
         self.iter_idx += 1
@@ -258,14 +258,14 @@ class NoamLrSchedulerConfig(Config):
         return NoamLrScheduler(float(self.warmup_steps), float(self.model_size), self.factor)
 
 
+@dataclass
 class NoamLrScheduler(LrScheduler):
     """Counts steps as a float, as burn does."""
 
-    def __init__(self, warmup_steps: float, embedding_size: float, factor: float) -> None:
-        self.warmup_steps = warmup_steps
-        self.embedding_size = embedding_size
-        self.factor = factor
-        self.step_count = 0.0
+    warmup_steps: float
+    embedding_size: float
+    factor: float
+    step_count: float = field(default=0.0, init=False)
 
     def step(self) -> float:
         self.step_count += 1.0
@@ -308,12 +308,12 @@ class ComposedLrSchedulerConfig(Config):
         return ComposedLrScheduler(children, self.reduction)
 
 
+@dataclass
 class ComposedLrScheduler(LrScheduler):
     """Folds the children's rates in order: `acc + lr / n`, `acc + lr` or `acc * lr`."""
 
-    def __init__(self, schedulers: list[LrScheduler], reduction: SchedulerReduction) -> None:
-        self.schedulers = schedulers
-        self.reduction = reduction
+    schedulers: list[LrScheduler]
+    reduction: SchedulerReduction
 
     def step(self) -> float:
         reduction = self.reduction
@@ -355,13 +355,13 @@ class SequentialLrSchedulerConfig(Config):
         return SequentialLrScheduler(children, milestones)
 
 
+@dataclass
 class SequentialLrScheduler(LrScheduler):
     """The active child is the number of milestones already reached."""
 
-    def __init__(self, schedulers: list[LrScheduler], milestones: list[int]) -> None:
-        self.schedulers = schedulers
-        self.milestones = milestones
-        self.step_count = 0
+    schedulers: list[LrScheduler]
+    milestones: list[int]
+    step_count: int = field(default=0, init=False)
 
     def step(self) -> float:
         index = sum(1 for milestone in self.milestones if self.step_count >= milestone)

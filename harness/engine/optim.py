@@ -392,8 +392,13 @@ def _decay(tensor: np.ndarray, grad: np.ndarray, config: WeightDecayConfig | Non
     return tensor * tensor.dtype.type(_f32(config.penalty)) + grad
 
 
-def _init(optim, clipping: GradientClippingConfig | None) -> ModuleOptimizer:
-    return ModuleOptimizer(optim, None if clipping is None else clipping.init())
+def _init(
+    optim_cls: type, config: Config, clipping: GradientClippingConfig | None
+) -> ModuleOptimizer:
+    """A ModuleOptimizer around `optim_cls` built from the config fields of the same names
+    (every field of the per-tensor optimizer is a field of its config)."""
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(optim_cls)}
+    return ModuleOptimizer(optim_cls(**fields), None if clipping is None else clipping.init())
 
 
 # ---- SGD ----------------------------------------------------------------------------------
@@ -448,7 +453,7 @@ class SgdConfig(Config):
     gradient_clipping: GradientClippingConfig | None = None
 
     def init(self) -> ModuleOptimizer:
-        return _init(Sgd(self.weight_decay, self.momentum), self.gradient_clipping)
+        return _init(Sgd, self, self.gradient_clipping)
 
 
 # ---- Adam / AdamW -------------------------------------------------------------------------
@@ -530,8 +535,7 @@ class AdamConfig(Config):
     grad_clipping: GradientClippingConfig | None = None
 
     def init(self) -> ModuleOptimizer:
-        adam = Adam(self.beta_1, self.beta_2, self.epsilon, self.amsgrad, self.weight_decay)
-        return _init(adam, self.grad_clipping)
+        return _init(Adam, self, self.grad_clipping)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -580,10 +584,7 @@ class AdamWConfig(Config):
     grad_clipping: GradientClippingConfig | None = None
 
     def init(self) -> ModuleOptimizer:
-        adamw = AdamW(
-            self.beta_1, self.beta_2, self.epsilon, self.weight_decay, self.cautious_weight_decay
-        )
-        return _init(adamw, self.grad_clipping)
+        return _init(AdamW, self, self.grad_clipping)
 
 
 # ---- RMSProp ------------------------------------------------------------------------------
@@ -651,8 +652,7 @@ class RmsPropConfig(Config):
     grad_clipping: GradientClippingConfig | None = None
 
     def init(self) -> ModuleOptimizer:
-        rms = RmsProp(self.alpha, self.momentum, self.epsilon, self.centered, self.weight_decay)
-        return _init(rms, self.grad_clipping)
+        return _init(RmsProp, self, self.grad_clipping)
 
 
 # ---- AdaGrad ------------------------------------------------------------------------------
@@ -703,4 +703,4 @@ class AdaGradConfig(Config):
     grad_clipping: GradientClippingConfig | None = None
 
     def init(self) -> ModuleOptimizer:
-        return _init(AdaGrad(self.lr_decay, self.epsilon, self.weight_decay), self.grad_clipping)
+        return _init(AdaGrad, self, self.grad_clipping)

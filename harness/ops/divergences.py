@@ -85,6 +85,9 @@ TORCH_ZERO = only_where("torch's value is 0", lambda t, e: t == 0)
 NONFINITE_EITHER = only_where(
     "either value is NaN or infinite", lambda t, e: ~(np.isfinite(t) & np.isfinite(e))
 )
+TORCH_ZERO_ENGINE_NAN = only_where(
+    "torch is 0 and the engine NaN", lambda t, e: (t == 0) & np.isnan(e)
+)
 
 
 _RANK = (
@@ -130,12 +133,12 @@ DIVERGENCES: tuple[Divergence, ...] = (
         "powi_scalar[[]0]/*/*/kinks/vjp.a",
         "x^0 at x = 0: burn's rule p * x^(p-1) gives 0 * inf = NaN; torch special-cases "
         "exponent 0 to a zero gradient",
-        only_where("torch is 0 and the engine NaN", lambda t, e: (t == 0) & np.isnan(e)),
+        TORCH_ZERO_ENGINE_NAN,
     ),
     Divergence(
         "powi_scalar[[]0]/*/*/specials/vjp.a",
         "x^0 at 0, -0.0 and NaN: burn's p * x^(p-1) gives NaN; torch gives a zero gradient",
-        only_where("torch is 0 and the engine NaN", lambda t, e: (t == 0) & np.isnan(e)),
+        TORCH_ZERO_ENGINE_NAN,
     ),
     Divergence(
         "sqrt/*/*/kinks/vjp.a",
@@ -153,7 +156,7 @@ DIVERGENCES: tuple[Divergence, ...] = (
         "abs/*/*/specials/vjp.a",
         "abs at NaN: the engine's g * sign(x) gives NaN (numpy sign(NaN) = NaN); torch's abs "
         "backward gives 0 there",
-        only_where("torch is 0 and the engine NaN", lambda t, e: (t == 0) & np.isnan(e)),
+        TORCH_ZERO_ENGINE_NAN,
     ),
     Divergence("clamp/*/*/specials/vjp.a", _CLAMP_NAN, TORCH_ZERO),
     Divergence("clamp_min/*/*/specials/vjp.a", _CLAMP_NAN, TORCH_ZERO),

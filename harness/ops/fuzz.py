@@ -335,12 +335,11 @@ def _step_exprs(program: Program, dtype: str) -> list[tuple[str, str, str]]:
 
 def case_source(program: Program, name: str = "fuzz_found", dtype: str = DTYPE) -> str:
     """The program as a ready-to-paste `cases/<name>.py` (torch_side, engine_side, CHECKS)."""
-    names = _names(program)
-    out = names[-1]
-    leaves_ = list(enumerate(program.leaves))
+    out = _names(program)[-1]
+    data = [_nested(leaf.values, leaf.shape) for leaf in program.leaves]
     steps = _step_exprs(program, dtype)
-    grads = ", ".join(f'"grad.x{k}": x{k}.grad' for k, _ in leaves_)
-    egrads = ", ".join(f'"grad.x{k}": x{k}.grad(grads)' for k, _ in leaves_)
+    grads = ", ".join(f'"grad.x{k}": x{k}.grad' for k in range(len(data)))
+    egrads = ", ".join(f'"grad.x{k}": x{k}.grad(grads)' for k in range(len(data)))
     ops = ", ".join(s.op for s in program.steps)
     lines = [
         f'"""{name}: a {len(program.steps)}-step program ({ops}) found by harness.ops.fuzz,',
@@ -356,9 +355,10 @@ def case_source(program: Program, name: str = "fuzz_found", dtype: str = DTYPE) 
         "",
         "def torch_side():",
     ]
-    for k, leaf in leaves_:
-        data = _nested(leaf.values, leaf.shape)
-        lines.append(f"    x{k} = torch.tensor({data}, dtype=torch.{dtype}, requires_grad=True)")
+    lines += [
+        f"    x{k} = torch.tensor({d}, dtype=torch.{dtype}, requires_grad=True)"
+        for k, d in enumerate(data)
+    ]
     lines += [f"    {v} = {t}" for v, _, t in steps]
     lines += [
         f"    {out}.backward(torch.ones_like({out}))",
@@ -368,11 +368,10 @@ def case_source(program: Program, name: str = "fuzz_found", dtype: str = DTYPE) 
         "def engine_side():",
         "    device = Device.flex().autodiff()",
     ]
-    for k, leaf in leaves_:
-        data = _nested(leaf.values, leaf.shape)
-        lines.append(
-            f'    x{k} = Tensor.from_floats({data}, device, dtype="{dtype}").require_grad()'
-        )
+    lines += [
+        f'    x{k} = Tensor.from_floats({d}, device, dtype="{dtype}").require_grad()'
+        for k, d in enumerate(data)
+    ]
     lines += [f"    {v} = {e}" for v, e, _ in steps]
     lines += [
         f"    grads = {out}.backward()  # burn seeds a non-scalar backward with ones",

@@ -251,18 +251,18 @@ def run_torch(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) ->
         run.raw_shapes = [tuple(o.shape) for o in raw]
         outs = [fns.layout(o) for o in raw]
         run.outputs = [o.detach().numpy().copy() for o in outs]
+        # Each cotangent already has its output's dtype (`_cotangents` reads run.outputs).
         cots = _cotangents(run.outputs, key)
-        diff_outs = [(o, c) for o, c in zip(outs, cots, strict=True) if c is not None]
-        diff_outs = [(o, c) for o, c in diff_outs if o.requires_grad]
+        diff_outs = [
+            (o, c) for o, c in zip(outs, cots, strict=True) if c is not None and o.requires_grad
+        ]
         inputs = [tensors[n] for n in p.float_inputs]
         grads: Sequence[Any] = [None] * len(inputs)
         if diff_outs and inputs:
             grads = torch.autograd.grad(
                 [o for o, _ in diff_outs],
                 inputs,
-                grad_outputs=[
-                    torch.from_numpy(c.astype(o.detach().numpy().dtype)) for o, c in diff_outs
-                ],
+                grad_outputs=[torch.from_numpy(c) for _, c in diff_outs],
                 allow_unused=True,
             )
         for name, g in zip(p.float_inputs, grads, strict=True):

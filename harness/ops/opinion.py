@@ -66,17 +66,16 @@ def third_opinion(
     t64, e64 = t.astype(np.float64), e.astype(np.float64)
     t_err, t_ok = _error(t64, ref, tol)
     e_err, e_ok = _error(e64, ref, tol)
+    verdict = _verdict(t_ok, e_ok, t_err, e_err)
     if worst_index is None:
         worst_index = diff_arrays(t, e, tol).worst_index
     if worst_index is None or t.size == 0:
-        return Opinion(
-            _verdict(t_ok, e_ok, t_err, e_err), t_err, e_err, None, None, None, None, None, tol
-        )
+        return Opinion(verdict, t_err, e_err, None, None, None, None, None, tol)
     tw, ew, rw = (float(x[worst_index]) for x in (t64, e64, ref))
     tw_err, tw_ok = _error(np.array(tw), np.array(rw), tol)
     ew_err, ew_ok = _error(np.array(ew), np.array(rw), tol)
     return Opinion(
-        _verdict(t_ok, e_ok, t_err, e_err),
+        verdict,
         t_err,
         e_err,
         tuple(int(i) for i in worst_index),

@@ -4,6 +4,8 @@ within float32 tolerance; with each side's defaults they differ exactly where th
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -455,3 +457,24 @@ def test_adamw_cautious_decay_skips_weights_whose_sign_differs_from_the_first_mo
     undecayed, _ = AdamW(0.9, 0.999, 1e-5, 0.0, False).step(0.1, tensor, grad, None)
     assert cautious[0] == plain[0]  # same sign: decayed
     assert cautious[1] == undecayed[1] and cautious[2] == undecayed[2]  # signs differ: skipped
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        SgdConfig(WeightDecayConfig(0.5), MomentumConfig(0.7, 0.2, True)),
+        AdamConfig(0.8, 0.99, 1e-3, True, WeightDecayConfig(0.5)),
+        AdamWConfig(0.8, 0.99, 1e-3, 0.3, True),
+        RmsPropConfig(0.9, 0.5, 1e-3, True, WeightDecayConfig(0.5)),
+        AdaGradConfig(0.1, 1e-3, WeightDecayConfig(0.5)),
+    ],
+    ids=lambda c: type(c).__name__,
+)
+def test_init_hands_every_config_field_but_clipping_to_the_optimizer(config):
+    optim = config.init().optim
+    wanted = {
+        f.name: getattr(config, f.name)
+        for f in dataclasses.fields(config)
+        if f.name not in ("grad_clipping", "gradient_clipping")
+    }
+    assert {f.name: getattr(optim, f.name) for f in dataclasses.fields(optim)} == wanted
