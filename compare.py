@@ -1,34 +1,41 @@
-"""Compare two side files, or run the cases: a thin shell over harness.record/diff/report.
+"""Compare two side files, or run the cases: a thin shell over harness.record/diff/report/session.
 
     python compare.py A.json B.json [--atol X] [--rtol X] [--ulps N] [--keys GLOB]
                       [--json FILE] [--markdown FILE] [--html FILE] [--dtype float32|float64]
-    python compare.py [--case NAME ...]          run cases (harness.case / harness.session)
+    python compare.py [--case NAME ...]          run cases (harness.session / harness.runner)
                       [--jobs N] [--shard K/N] [--update-golden [--force]]
                       [--out DIR] [--golden-dir DIR] [--cases-dir DIR]
                       [--json FILE] [--markdown FILE] [--html FILE]
 
-Exit codes: 0 everything holds, 1 a check failed, 2 bad usage or unreadable / malformed input
-(one line on stderr naming the file and what is wrong; never a traceback).
+Exit codes (``harness.cli.ExitCode``): 0 everything holds, 1 a check failed, 2 bad usage or
+unreadable / malformed input (one line on stderr naming the file and what is wrong; never a
+traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+from harness.cli import (
+    UsageError,
+    error,
+    exit_code,
+    foreign_option,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+    warn,
+)
+
 PROG = "compare.py"
 # Options that mean something in one mode only: given in the other, they would be ignored
 # silently (a loosened --atol that changes nothing), so they are a usage error instead.
 FILE_ONLY = ("atol", "rtol", "ulps", "keys", "dtype")
 CASES_ONLY = ("case", "update_golden", "force", "shard", "out", "golden_dir", "cases_dir")
-
-
-class UsageError(Exception):
-    """Bad input or usage: reported as one line on stderr, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,9 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("files", nargs="*", metavar="FILE", help="two side files: A.json B.json")
     tol = parser.add_argument_group("tolerance (replaces the per-dtype defaults for every key)")
-    tol.add_argument("--atol", type=_non_negative_float, help="absolute tolerance")
-    tol.add_argument("--rtol", type=_non_negative_float, help="relative tolerance (times |B|)")
-    tol.add_argument("--ulps", type=_non_negative_int, help="also agree within N ULP")
+    tol.add_argument("--atol", type=non_negative_float, help="absolute tolerance")
+    tol.add_argument("--rtol", type=non_negative_float, help="relative tolerance (times |B|)")
+    tol.add_argument("--ulps", type=non_negative_int, help="also agree within N ULP")
     parser.add_argument(
         "--keys", action="append", metavar="GLOB", help="compare only matching keys (repeatable)"
     )
@@ -58,41 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cases.add_argument("--update-golden", action="store_true", help="rewrite the goldens")
     cases.add_argument("--force", action="store_true", help="bless goldens even if checks fail")
-    cases.add_argument(
-        "--jobs", type=_positive_int, default=1, metavar="N", help="worker processes"
-    )
+    cases.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="worker processes")
     cases.add_argument("--shard", metavar="K/N", help="run the K-th of N slices of the cases")
     cases.add_argument("--out", metavar="DIR", help="write side files here (default out/)")
     cases.add_argument("--golden-dir", metavar="DIR", help="goldens folder (default golden/)")
     cases.add_argument("--cases-dir", metavar="DIR", help="case files folder (default cases/)")
     return parser
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,24 +80,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"expected two files to compare (A.json B.json), got one: {args.files[0]}")
     if len(args.files) > 2:
         parser.error(f"expected two files to compare, got {len(args.files)}")
-    given = [n for n in (CASES_ONLY if args.files else FILE_ONLY) if _given(getattr(args, n))]
-    if given:
-        option = "--" + given[0].replace("_", "-")
-        if args.files:
-            parser.error(f"{option} runs cases; it cannot be combined with FILE arguments")
-        parser.error(f"{option} applies to comparing two files (A.json B.json), not to cases")
+    if args.files:
+        problem = foreign_option(
+            args, CASES_ONLY, "runs cases; it cannot be combined with FILE arguments"
+        )
+    else:
+        problem = foreign_option(
+            args, FILE_ONLY, "applies to comparing two files (A.json B.json), not to cases"
+        )
+    if problem:
+        parser.error(problem)
     if not args.files:
         return run_cases_main(args)
     try:
         return compare_files(args)
     except UsageError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-def _given(value: Any) -> bool:
-    """The option was on the command line: not its default (None, False or []); 0 counts."""
-    return value is not None and value is not False and value != []
+        return error(PROG, str(exc))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,8 +104,8 @@ def _given(value: Any) -> bool:
 
 def compare_files(args: argparse.Namespace) -> int:
     """Diff two side files, print the table, write the requested reports; 0 or 1."""
-    from harness import report
     from harness.diff import diff_values
+    from harness.report import files, html, json_doc, markdown, text
 
     path_a, path_b = (Path(p) for p in args.files)
     dtype = args.dtype or "float32"
@@ -150,18 +126,18 @@ def compare_files(args: argparse.Namespace) -> int:
     # Warnings only once no usage error can follow: an exit-2 run prints exactly one line.
     _warn_read(side_a, side_b)
     _warn_env(side_a, side_b)
-    print(report.render_text(diff))
+    print(text.render_text(diff))
     meta = {"files": [str(path_a), str(path_b)], "keys": args.keys}
     try:
-        report.write_reports(
+        files.write_reports(
             args,
-            json_doc=lambda: report.render_json(diff, meta=meta),
-            markdown=lambda: report.render_markdown(diff),
-            html=lambda: report.render_html(diff, meta=meta),
+            json_doc=lambda: json_doc.render_json(diff, meta=meta),
+            markdown=lambda: markdown.render_markdown(diff),
+            html=lambda: html.render_html(diff, meta=meta),
         )
     except OSError as exc:
         raise UsageError(f"{exc.filename}: cannot write ({exc.strerror or exc})") from None
-    return EXIT_OK if diff.ok else EXIT_FAIL
+    return exit_code(diff.ok)
 
 
 def _read(path: Path, dtype: str) -> Any:
@@ -183,7 +159,7 @@ def _warn_read(*sides: Any) -> None:
 
     for side in sides:
         for warning in getattr(side, "warnings", ()):
-            print(f"{PROG}: warning: {one_line(warning)}", file=sys.stderr)
+            warn(PROG, one_line(warning))
 
 
 def _cli_tolerance(args: argparse.Namespace) -> Any:
@@ -229,33 +205,60 @@ def _warn_env(side_a: Any, side_b: Any) -> None:
         if env_a.get(k) != env_b.get(k)
     ]
     if changed:
-        print(f"{PROG}: warning: environments differ: {'; '.join(changed)}", file=sys.stderr)
+        warn(PROG, f"environments differ: {'; '.join(changed)}")
 
 
 # ---------------------------------------------------------------------------------------------
-# Case mode: `python compare.py [--case NAME ...]`, delegated to the case runner.
+# Case mode: `python compare.py [--case NAME ...]`, over harness.session and harness.runner
 
 
 def run_cases_main(args: argparse.Namespace) -> int:
-    """Run the named cases (all when none) via ``main_run(case_names, args)``."""
+    """Run the named cases (all when none) via ``run_cases(case_names, args)``."""
     try:
-        runner = _case_runner()
+        run = _case_runner()
     except ImportError as exc:
-        print(f"{PROG}: error: cannot run cases: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return error(PROG, f"cannot run cases: {exc}")
     try:
-        return runner(list(args.case), args)
+        return run(list(args.case), args)
     except OSError as exc:  # an unwritable --out / --json / --golden-dir: one line, no traceback
         where = exc.filename if exc.filename is not None else "output"
-        print(f"{PROG}: error: {where}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return error(PROG, f"{where}: {exc.strerror or exc}")
 
 
-def _case_runner() -> Any:
-    """``harness.session.main_run``, imported only when cases run (file mode stays light)."""
+def _case_runner() -> Callable[[list[str], argparse.Namespace], int]:
+    """``run_cases`` once the case runner imports (file mode stays light without it)."""
+    import harness.session  # noqa: F401  (an ImportError here is a one-line exit 2)
+
+    return run_cases
+
+
+def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
+    """Run cases, print their reports and a verdict; write the requested report files."""
     from harness import session
+    from harness.case import CaseDefinitionError
+    from harness.report import files, text
 
-    return session.main_run
+    dirs = session.Dirs.from_args(args)
+    if not dirs.cases.is_dir():
+        return error(PROG, f"{dirs.cases}: no such folder of case files")
+    try:
+        cases = session.select_cases(case_names, dirs, args.shard)
+    except CaseDefinitionError as exc:
+        return error(PROG, str(exc))
+    progress = session.Progress(len(cases), stream=sys.stderr)
+    reports = session.run_cases(
+        cases,
+        update=args.update_golden,
+        force=args.force,
+        jobs=args.jobs,
+        dirs=dirs,
+        on_done=progress.advance,
+    )
+    for report in reports:
+        print(text.render_case(report))
+    print(text.render_summary(reports, session.stale_goldens(dirs)))
+    files.write_case_reports(reports, args)
+    return exit_code(all(r.ok for r in reports))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
-"""pytest shell over harness.case: each case file in cases/ becomes one item per check plus one
-golden item per side. The logic lives in the harness; this file only adapts it to pytest."""
+"""pytest shell over the harness: each case file in cases/ becomes one item per check plus one
+golden item per side. Running and judging a case is ``harness.runner``, its report a
+``harness.results.CaseReport`` rendered by ``harness.report.text``; this file only adapts them
+to pytest."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness import case as case_api
-from harness import golden, report
-from harness.session import outcome_for
+from harness.report.text import render_check, render_golden
+from harness.results import CaseReport
+from harness.runner import report_for
+from harness.session import stale_goldens
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,9 +58,10 @@ class _CaseItem(pytest.Item):
         super().__init__(**kwargs)
         self.case = case
 
-    def outcome(self):
+    def report(self) -> CaseReport:
+        """The case's report, computed once per process for all its items."""
         config = self.config
-        return outcome_for(
+        return report_for(
             self.case,
             update=config.getoption("update_golden"),
             force=config.getoption("force"),
@@ -77,9 +82,9 @@ class CheckItem(_CaseItem):
         self.check = check
 
     def runtest(self) -> None:
-        result = self.outcome().check_result(self.check)
+        result = self.report().check(self.check.label)
         if not result.ok:
-            raise ConformanceFailure(report.render_check(self.case.name, result))
+            raise ConformanceFailure(render_check(self.case.name, result))
 
 
 class GoldenItem(_CaseItem):
@@ -88,16 +93,15 @@ class GoldenItem(_CaseItem):
         self.side = side
 
     def runtest(self) -> None:
-        result = self.outcome().goldens[self.side]
-        text = report.render_golden(result)
+        result = self.report().goldens[self.side]
+        text = render_golden(result)
         self.user_properties.append(("golden", text))  # listed by --update-golden's summary
         if not result.ok:
             raise ConformanceFailure(text)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    names = {p.stem for p in case_api.case_paths()}
-    stale = golden.stale_goldens(case_api.GOLDEN_DIR, names)
+    stale = stale_goldens()
     if stale:
         terminalreporter.section("stale goldens")
         for path in stale:

@@ -1,40 +1,37 @@
-"""The case API: one experiment per file in ``cases/``, run on both sides and checked.
+"""The case API: what a case author writes in ``cases/<name>.py``, and how it is loaded.
 
 A case module holds a docstring (what the experiment shows), ``torch_side()`` and
 ``engine_side()`` (each returns an ordered mapping of named values), ``CHECKS`` (a list of
 :func:`agree` / :func:`differ` / :func:`expect`), and optionally ``TOLERANCES`` (glob ->
 :class:`~harness.tolerances.Tolerance` with a reason) overriding the per-dtype defaults.
+:func:`capture` records an error as a value; the relations below say what holds between the
+two sides of a documented divergence.
 
-This module is data and logic only: it never imports pytest and never formats text; the CLI
-(``compare.py``) and the pytest plugin (``conftest.py``) are thin shells over it.
+This module is the author's vocabulary only: running a case (threads, seeds, ``out/``, reruns)
+is ``harness.runner``, evaluating its checks ``harness.checks``; it never imports pytest and
+never formats text.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
-import importlib
 import importlib.util
-import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness import record, sidecar
-from harness.diff import Diff, diff_values
+from harness import record
+from harness.results import CheckKind
 from harness.tolerances import Tolerance, check_overrides, resolve
 
 SIDES = ("torch", "engine")
 ROOT = Path(__file__).resolve().parent.parent
 CASES_DIR = ROOT / "cases"
-GOLDEN_DIR = ROOT / "golden"
+GOLDEN_DIR = ROOT / "golden"  # the default folders of a run (harness.runner.Dirs)
 OUT_DIR = ROOT / "out"
-SEED = 0
-# Tensors with more elements go to .npy sidecars in out/ and golden/ alike (same text).
-SIDECAR_THRESHOLD = record.SIDECAR_THRESHOLD
 
 
 class CaseDefinitionError(Exception):
@@ -94,7 +91,7 @@ class Agree:
     right: SideRef
     tol: Tolerance | None = None
     note: str = ""
-    kind: str = field(default="agree", init=False)
+    kind: CheckKind = field(default=CheckKind.AGREE, init=False)
 
     @property
     def label(self) -> str:
@@ -109,7 +106,7 @@ class Differ:
     because: str
     relation: Relation
     tol: Tolerance | None = None
-    kind: str = field(default="differ", init=False)
+    kind: CheckKind = field(default=CheckKind.DIFFER, init=False)
 
     @property
     def label(self) -> str:
@@ -121,7 +118,7 @@ class Expect:
     pattern: str
     ref: SideRef
     relation: Relation
-    kind: str = field(default="expect", init=False)
+    kind: CheckKind = field(default=CheckKind.EXPECT, init=False)
 
     @property
     def label(self) -> str:
@@ -327,7 +324,7 @@ def discover(names: Sequence[str] = (), cases_dir: Path = CASES_DIR) -> list[Cas
 
 
 # ---------------------------------------------------------------------------------------------
-# Running
+# Recording an error as a value
 
 
 def capture(fn: Callable[[], Any]) -> Any:
@@ -336,258 +333,3 @@ def capture(fn: Callable[[], Any]) -> Any:
         return fn()
     except Exception as exc:  # a case records any error as a value
         return record.CapturedError.from_exception(exc)
-
-
-@contextlib.contextmanager
-def pinned(side: str) -> Iterator[None]:
-    """One thread for BLAS and torch, and fixed seeds, so outputs do not depend on the machine."""
-    from threadpoolctl import threadpool_limits
-
-    random.seed(SEED)
-    np.random.seed(SEED)
-    if side == "torch":
-        import torch
-
-        torch.manual_seed(SEED)
-        previous = torch.get_num_threads()
-        torch.set_num_threads(1)
-    else:
-        from harness import engine
-
-        engine.seed(SEED)
-    try:
-        with threadpool_limits(limits=1):
-            yield
-    finally:
-        if side == "torch":
-            torch.set_num_threads(previous)
-
-
-def run_side(case: Case, side: str) -> dict[str, Any]:
-    """Run one side under pinned threads and seeds; return its normalized values."""
-    with pinned(side):
-        return record.normalize(case.side_fn(side)())
-
-
-def side_text(
-    case_name: str,
-    side: str,
-    values: Mapping[str, Any],
-    env: Mapping[str, Any],
-    sidecar_threshold: int = SIDECAR_THRESHOLD,
-) -> str:
-    """The JSON text ``record.write_side`` writes to ``<side>.json`` for normalized values.
-
-    Sidecar references (sha256, summary, content-addressed name) are computed in memory, so
-    two runs can be compared by text without writing the second one: equal texts mean equal
-    data, because the sha256 of every sidecar is part of the text.
-    """
-    refs = {
-        key: sidecar.sidecar_reference(side, key, value)
-        for key, value in values.items()
-        if isinstance(value, np.ndarray) and value.size > sidecar_threshold
-    }
-    return record.dumps_side(case_name, side, values, env, sidecars=refs)
-
-
-def remove_side_file(path: Path, keep: Sequence[str] = ()) -> None:
-    """Delete a side file and the sidecars it references, except the names in ``keep``."""
-    if not path.is_file():
-        return
-    try:
-        names = record.read_side(path, verify_sidecars=False).sidecars
-    except record.RecordError:
-        names = ()  # unreadable: its sidecars cannot be known; the file still goes
-    path.unlink(missing_ok=True)
-    for name in set(names) - set(keep):
-        (path.parent / name).unlink(missing_ok=True)
-
-
-@dataclass
-class CaseRun:
-    """Both sides' canonical texts and decoded values, plus determinism findings.
-
-    ``texts[side]`` is the JSON text of ``out/<case>/<side>.json`` (sidecar references, not
-    data, for large tensors); ``env`` is the environment block both sides were written with.
-    """
-
-    case: Case
-    texts: dict[str, str]
-    values: dict[str, dict[str, Any]]
-    nondeterministic: dict[str, Diff]
-    error: str | None = None
-    env: dict[str, Any] = field(default_factory=dict)
-
-
-def run_case(
-    case: Case,
-    out_dir: Path = OUT_DIR,
-    *,
-    repeat: bool = True,
-    sidecar_threshold: int = SIDECAR_THRESHOLD,
-) -> CaseRun:
-    """Run both sides (twice, to tell non-determinism from non-conformance), write ``out/``.
-
-    Each side is written with ``record.write_side`` (atomic; tensors above the threshold go
-    to ``.npy`` sidecars) before the second run, so a side that mutates shared state cannot
-    change what the first run recorded. Values are compared as decoded from the written
-    files, so a check sees exactly what the golden stores.
-    """
-    with pinned("torch"):  # thread counts as the sides run with them: 1 on any machine
-        env = record.environment()
-    run = CaseRun(case, {}, {}, {}, env=env)
-    folder = out_dir / case.name
-    for side in SIDES:
-        try:
-            first = run_side(case, side)
-        except Exception as exc:  # a case error is a finding to report, not a crash
-            run.error = f"{side}_side raised {exc!r}"
-            return run
-        _write_out(run, side, first, folder, sidecar_threshold)
-        try:
-            again = run_side(case, side) if repeat else None
-        except Exception as exc:
-            run.error = f"{side}_side raised {exc!r} on its second run"
-            return run
-        _compare_runs(run, side, again, folder, sidecar_threshold)
-    return run
-
-
-def _write_out(run: CaseRun, side: str, values: Mapping, folder: Path, threshold: int) -> None:
-    """Write ``<side>.json`` (and sidecars); keep its text and the values decoded from it."""
-    path = folder / f"{side}.json"
-    text = record.write_side(
-        path, run.case.name, side, values, run.env, sidecar_threshold=threshold
-    )
-    run.texts[side] = text
-    # Decoded from the text just written, so checks see what a golden stores. Sidecars are
-    # loaded (and so re-hashed: read_side only skips the hash by not loading them at all);
-    # that costs only for tensors above the sidecar threshold.
-    run.values[side] = record.read_side(path, data=text.encode("ascii")).values
-
-
-def _compare_runs(
-    run: CaseRun, side: str, again: Mapping | None, folder: Path, threshold: int
-) -> None:
-    """Record a self-disagreement, keeping the second run as ``<side>.rerun.json`` for review."""
-    rerun = folder / f"{side}.rerun.json"
-    text = None if again is None else side_text(run.case.name, side, again, run.env, threshold)
-    if text is None or text == run.texts[side]:
-        remove_side_file(rerun)  # left by an earlier non-deterministic run
-        return
-    record.write_side(rerun, run.case.name, side, again, run.env, sidecar_threshold=threshold)
-    run.nondeterministic[side] = diff_values(
-        run.values[side],
-        record.read_side(rerun).values,
-        tol_for=lambda key, dtype: Tolerance.exact(),
-        title=f"{run.case.name}: {side} run 1 vs run 2",
-        labels=("run1", "run2"),
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# Evaluating checks
-
-
-@dataclass
-class CheckResult:
-    check: Check
-    ok: bool
-    diff: Diff | None
-    message: str
-    documented_by: str = ""
-
-
-def evaluate(run: CaseRun) -> list[CheckResult]:
-    """Every check of the case against the run's values."""
-    return [evaluate_check(run, check) for check in run.case.checks]
-
-
-def evaluate_check(run: CaseRun, check: Check) -> CheckResult:
-    if run.error:
-        return CheckResult(check, False, None, run.error)
-    if isinstance(check, Expect):
-        return _evaluate_expect(run, check)
-    left = check.left.select(run.values[check.left.side], check.pattern)
-    right = check.right.select(run.values[check.right.side], check.pattern)
-    if not left and not right:
-        return CheckResult(check, False, None, f"pattern {check.pattern!r} matched no value")
-    diff = diff_values(
-        left,
-        right,
-        tol_for=_tol_for(run.case, check.tol),
-        title=run.case.name,
-        labels=(check.left.label, check.right.label),
-    )
-    if isinstance(check, Agree):
-        message = "agree" if diff.ok else "values disagree"
-        return CheckResult(
-            check, diff.ok, diff, f"{message} ({check.note})" if check.note else message
-        )
-    return _evaluate_differ(check, diff, left, right)
-
-
-def _tol_for(case: Case, tol: Tolerance | None) -> Callable[[str, str], Tolerance]:
-    if tol is not None:
-        return lambda key, dtype: tol
-    return case.tol_for
-
-
-def _evaluate_differ(check: Differ, diff: Diff, left: dict, right: dict) -> CheckResult:
-    try:
-        documented_by = resolve_because(check.because)
-    except CaseDefinitionError as exc:
-        return CheckResult(check, False, diff, str(exc))
-    if set(left) != set(right):
-        missing = sorted(set(left) ^ set(right))
-        return CheckResult(check, False, diff, f"keys present on one side only: {missing}")
-    if diff.ok:
-        return CheckResult(check, False, diff, "expected divergence vanished", documented_by)
-    broken = [k for k in left if not check.relation.holds(left[k], right[k])]
-    if broken:
-        message = f"values differ but the relation '{check.relation.text}' fails for {broken}"
-        return CheckResult(check, False, diff, message, documented_by)
-    return CheckResult(
-        check, True, diff, f"differ as documented: {check.relation.text}", documented_by
-    )
-
-
-def _evaluate_expect(run: CaseRun, check: Expect) -> CheckResult:
-    picked = check.ref.select(run.values[check.ref.side], check.pattern)
-    if not picked:
-        return CheckResult(check, False, None, f"pattern {check.pattern!r} matched no value")
-    broken = [k for k, v in picked.items() if not check.relation.holds(v, None)]
-    if broken:
-        shown = ", ".join(f"{k}={picked[k]!r}" for k in broken)
-        return CheckResult(check, False, None, f"expected {check.relation.text}; got {shown}")
-    return CheckResult(check, True, None, f"{len(picked)} value(s) {check.relation.text}")
-
-
-def resolve_because(dotted: str) -> str:
-    """Import the object a ``differ`` names; return its docstring's first line.
-
-    A divergence is documented only if the engine code that diverges says so.
-    """
-    module_name, obj = dotted, None
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        module_name = ".".join(parts[:cut])
-        try:
-            obj = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        for attr in parts[cut:]:
-            obj = getattr(obj, attr, None)
-            if obj is None:
-                raise CaseDefinitionError(
-                    f"because={dotted!r}: {attr!r} not found in {module_name}"
-                )
-        break
-    if obj is None:
-        raise CaseDefinitionError(f"because={dotted!r}: no such module")
-    doc = (getattr(obj, "__doc__", None) or "").strip()
-    if "PyTorch" not in doc:
-        raise CaseDefinitionError(
-            f"because={dotted!r}: its docstring does not document a PyTorch difference"
-        )
-    return doc.splitlines()[0]

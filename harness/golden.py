@@ -15,33 +15,15 @@ an ``.obtained`` file removes them too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness import record
-from harness.case import SIDECAR_THRESHOLD, remove_side_file
 from harness.diff import Diff, diff_values
-
-# The parts of the environment that decide the exact bits of a float computation.
-FINGERPRINT_KEYS = ("torch", "torch_threads", "numpy", "python", "platform", "blas")
-
-
-@dataclass
-class GoldenResult:
-    case: str
-    side: str
-    # identical | equal_values | within_tol | missing | mismatch | unreadable (check);
-    # created | updated | unchanged (update); refused | not_run | nondeterministic (session)
-    status: str
-    ok: bool
-    message: str
-    diff: Diff | None = None
-    path: Path | None = None
-    # The env of the committed golden this run compared against; None when there was none
-    # (missing, created), it was just overwritten (updated), or nothing was compared.
-    env: dict | None = None
+from harness.environment import fingerprint
+from harness.results import GoldenReport, GoldenStatus
 
 
 def golden_path(golden_dir: Path, case: str, side: str) -> Path:
@@ -52,18 +34,13 @@ def obtained_path(golden_dir: Path, case: str, side: str) -> Path:
     return golden_dir / case / f"{side}.obtained.json"
 
 
-def fingerprint(env: Mapping[str, Any]) -> dict[str, Any]:
-    """The environment keys whose change may legitimately change the last bits of a result."""
-    return {k: env.get(k) for k in FINGERPRINT_KEYS}
-
-
 def check_golden(
     case: Any,
     side: str,
     fresh_text: str,
     fresh_values: Mapping[str, Any],
     golden_dir: Path,
-) -> GoldenResult:
+) -> GoldenReport:
     """Compare a fresh side output with its committed golden (never rewrites the golden).
 
     ``fresh_text`` is the fresh ``<side>.json`` text and ``fresh_values`` its decoded values;
@@ -75,25 +52,29 @@ def check_golden(
     if not path.exists():
         _write(path, name, side, fresh_values, fresh_text)
         message = f"golden missing; wrote {path}"
-        return GoldenResult(name, side, "missing", False, message, path=path)
+        return GoldenReport(name, side, GoldenStatus.MISSING, False, message, path=path)
     data = path.read_bytes()
     try:
         golden = _read_golden(path, data, fresh_text)
     except record.RecordError as exc:
         _write(obtained, name, side, fresh_values, fresh_text)
         message = f"{exc}; wrote {obtained}"
-        return GoldenResult(name, side, "unreadable", False, message, path=path, env=_env_of(data))
+        return GoldenReport(
+            name, side, GoldenStatus.UNREADABLE, False, message, path=path, env=_env_of(data)
+        )
     if golden is None:
         remove_obtained(golden_dir, name, side)
         env = record.side_env(fresh_text)  # same text, same env
-        return GoldenResult(name, side, "identical", True, "bit-identical", path=path, env=env)
+        return GoldenReport(
+            name, side, GoldenStatus.IDENTICAL, True, "bit-identical", path=path, env=env
+        )
     diff = _diff(case, side, golden.values, fresh_values)
     result = _judge(name, side, diff, golden.env, record.side_env(fresh_text), path)
     if result.ok:
         remove_obtained(golden_dir, name, side)
     else:
         _write(obtained, name, side, fresh_values, fresh_text)
-        result.message += f"; wrote {obtained}"
+        result = dataclasses.replace(result, message=f"{result.message}; wrote {obtained}")
     return result
 
 
@@ -125,7 +106,7 @@ def _write(path: Path, case: str, side: str, values: Mapping[str, Any], fresh_te
     threshold); an ``.obtained`` file gets its own sidecars, named after its own stem.
     """
     env = record.side_env(fresh_text)
-    record.write_side(path, case, side, values, env, sidecar_threshold=SIDECAR_THRESHOLD)
+    record.write_side(path, case, side, values, env, sidecar_threshold=record.SIDECAR_THRESHOLD)
 
 
 def remove_obtained(golden_dir: Path, case: str, side: str) -> None:
@@ -143,6 +124,19 @@ def remove_obtained(golden_dir: Path, case: str, side: str) -> None:
     remove_side_file(obtained, keep)
 
 
+def remove_side_file(path: Path, keep: Sequence[str] = ()) -> None:
+    """Delete a side file and the sidecars it references, except the names in ``keep``."""
+    if not path.is_file():
+        return
+    try:
+        names = record.read_side(path, verify_sidecars=False).sidecars
+    except record.RecordError:
+        names = ()  # unreadable: its sidecars cannot be known; the file still goes
+    path.unlink(missing_ok=True)
+    for name in set(names) - set(keep):
+        (path.parent / name).unlink(missing_ok=True)
+
+
 def _diff(case: Any, side: str, golden: Mapping, fresh: Mapping) -> Diff:
     return diff_values(
         golden,
@@ -155,41 +149,45 @@ def _diff(case: Any, side: str, golden: Mapping, fresh: Mapping) -> Diff:
 
 def _judge(
     case: str, side: str, diff: Diff, golden_env: Mapping, fresh_env: Mapping, path: Path
-) -> GoldenResult:
+) -> GoldenReport:
     env = dict(golden_env)
     if not diff.ok:
         message = "values differ from the golden beyond tolerance"
-        return GoldenResult(case, side, "mismatch", False, message, diff, path, env)
+        return GoldenReport(case, side, GoldenStatus.MISMATCH, False, message, diff, path, env)
     if diff.bit_identical:
         message = "values bit-identical (file text differs)"
-        return GoldenResult(case, side, "equal_values", True, message, diff, path, env)
+        return GoldenReport(case, side, GoldenStatus.EQUAL_VALUES, True, message, diff, path, env)
     if fingerprint(golden_env) == fingerprint(fresh_env):
         message = "not bit-identical although the environment fingerprint matches the golden's"
-        return GoldenResult(case, side, "mismatch", False, message, diff, path, env)
+        return GoldenReport(case, side, GoldenStatus.MISMATCH, False, message, diff, path, env)
     message = "within tolerance (environment differs)"
-    return GoldenResult(case, side, "within_tol", True, message, diff, path, env)
+    return GoldenReport(case, side, GoldenStatus.WITHIN_TOL, True, message, diff, path, env)
 
 
 def update_golden(
     case: Any, side: str, fresh_text: str, fresh_values: Mapping, golden_dir: Path
-) -> GoldenResult:
+) -> GoldenReport:
     """Rewrite one golden atomically (sidecars too); report whether and by how much it changed."""
     path = golden_path(golden_dir, case.name, side)
     remove_obtained(golden_dir, case.name, side)
     if not path.exists():
         _write(path, case.name, side, fresh_values, fresh_text)
-        return GoldenResult(case.name, side, "created", True, f"created {path}", path=path)
+        return GoldenReport(
+            case.name, side, GoldenStatus.CREATED, True, f"created {path}", path=path
+        )
     diff = None
     try:
         golden = _read_golden(path, path.read_bytes(), fresh_text)
         if golden is None:
             env = record.side_env(fresh_text)
-            return GoldenResult(case.name, side, "unchanged", True, "unchanged", path=path, env=env)
+            return GoldenReport(
+                case.name, side, GoldenStatus.UNCHANGED, True, "unchanged", path=path, env=env
+            )
         diff = _diff(case, side, golden.values, fresh_values)
     except record.RecordError:
         pass  # an unreadable old golden (or a broken sidecar) is replaced; the diff is unknown
     _write(path, case.name, side, fresh_values, fresh_text)
-    return GoldenResult(case.name, side, "updated", True, f"updated {path}", diff, path)
+    return GoldenReport(case.name, side, GoldenStatus.UPDATED, True, f"updated {path}", diff, path)
 
 
 def stale_goldens(golden_dir: Path, case_names: set[str]) -> list[Path]:

@@ -1,7 +1,8 @@
-"""Running cases end to end: run, check, compare with goldens; shared by compare.py and pytest.
+"""Running many cases in one invocation: which cases (names, shards), in how many worker
+processes, with a progress line per finished case; the results come back in case order.
 
-``outcome_for`` caches one outcome per case and process, so the pytest items of one case (one
-per check, one golden per side) run the experiment once.
+Like the runner it returns results and never prints on its own: ``Progress`` writes to the
+stream its caller gives it (``compare.py`` passes stderr).
 """
 
 from __future__ import annotations
@@ -10,125 +11,29 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import golden, report
+from harness import golden
 from harness.case import (
     CASES_DIR,
     GOLDEN_DIR,
     OUT_DIR,
-    SIDES,
-    Agree,
     Case,
     CaseDefinitionError,
-    CaseRun,
-    Check,
-    CheckResult,
     case_paths,
     discover,
-    evaluate,
-    run_case,
 )
-from harness.golden import GoldenResult
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-
-
-@dataclass
-class CaseOutcome:
-    run: CaseRun
-    checks: list[CheckResult]
-    goldens: dict[str, GoldenResult]
-
-    @property
-    def case(self) -> Case:
-        return self.run.case
-
-    @property
-    def ok(self) -> bool:
-        return (
-            all(r.ok for r in self.checks)
-            and all(g.ok for g in self.goldens.values())
-            and not self.run.nondeterministic
-        )
-
-    def check_result(self, check: Check) -> CheckResult:
-        for result in self.checks:
-            if result.check is check:
-                return result
-        raise KeyError(check.label)
-
-
-_CACHE: dict[tuple[str, bool, bool, Path, Path], CaseOutcome] = {}
-
-
-def outcome_for(
-    case: Case,
-    *,
-    update: bool = False,
-    force: bool = False,
-    golden_dir: Path = GOLDEN_DIR,
-    out_dir: Path = OUT_DIR,
-) -> CaseOutcome:
-    key = (str(case.path), update, force, golden_dir, out_dir)
-    if key not in _CACHE:
-        _CACHE[key] = compute_outcome(
-            case, update=update, force=force, golden_dir=golden_dir, out_dir=out_dir
-        )
-    return _CACHE[key]
-
-
-def compute_outcome(
-    case: Case,
-    *,
-    update: bool = False,
-    force: bool = False,
-    golden_dir: Path = GOLDEN_DIR,
-    out_dir: Path = OUT_DIR,
-) -> CaseOutcome:
-    run = run_case(case, out_dir)
-    checks = evaluate(run)
-    agrees_hold = all(r.ok for r in checks if isinstance(r.check, Agree))
-    goldens = {
-        side: _golden_for(run, side, update, force, agrees_hold, golden_dir) for side in SIDES
-    }
-    return CaseOutcome(run, checks, goldens)
-
-
-def _golden_for(
-    run: CaseRun, side: str, update: bool, force: bool, agrees_hold: bool, golden_dir: Path
-) -> GoldenResult:
-    name = run.case.name
-    if run.error:
-        return GoldenResult(name, side, "not_run", False, run.error)
-    if side in run.nondeterministic:
-        message = (
-            f"{side} side is non-deterministic: two runs in one process differ"
-            " (not a conformance failure)"
-        )
-        return GoldenResult(
-            name, side, "nondeterministic", False, message, run.nondeterministic[side]
-        )
-    text, values = run.texts[side], run.values[side]
-    if not update:
-        return golden.check_golden(run.case, side, text, values, golden_dir)
-    if not agrees_hold and not force:
-        message = f"refusing to bless {name}: its agree checks fail (fix them, or pass --force)"
-        return GoldenResult(name, side, "refused", False, message)
-    return golden.update_golden(run.case, side, text, values, golden_dir)
-
-
-# ---------------------------------------------------------------------------------------------
-# The command line: `python compare.py [--case NAME ...]`
+from harness.results import CaseReport
+from harness.runner import check_case
 
 
 @dataclass(frozen=True)
 class Dirs:
-    """Where a case run reads cases and writes ``out/`` and goldens (tests use temp folders)."""
+    """Where a run reads cases and writes ``out/`` and goldens (tests use temp folders)."""
 
     cases: Path = CASES_DIR
     golden: Path = GOLDEN_DIR
@@ -144,7 +49,12 @@ class Dirs:
         return cls(**{name: Path(value) for name, value in given.items() if value})
 
 
-def select_shard(cases: Sequence[Case], shard: str | None) -> list[Case]:
+def select_cases(names: Sequence[str], dirs: Dirs, shard: str | None = None) -> list[Case]:
+    """The named cases (all when none), then the shard's slice; CaseDefinitionError if bad."""
+    return select_shard(discover(list(names), dirs.cases), shard)
+
+
+def select_shard(cases: Sequence[Any], shard: str | None) -> list[Any]:
     """``K/N``: the K-th of N interleaved slices (1-based) of the cases in name order.
 
     Interleaving spreads neighbouring (often similarly slow) cases over the shards; the slice
@@ -168,45 +78,53 @@ def parse_shard(shard: str) -> tuple[int, int]:
     return k, n
 
 
-def _summarize(name: str, update: bool, force: bool, dirs: Dirs = Dirs()) -> dict[str, Any]:
+def stale_goldens(dirs: Dirs = Dirs()) -> list[Path]:
+    """Golden folders whose case file no longer exists."""
+    return golden.stale_goldens(dirs.golden, {p.stem for p in case_paths(dirs.cases)})
+
+
+def run_cases(
+    cases: Sequence[Case],
+    *,
+    update: bool = False,
+    force: bool = False,
+    jobs: int = 1,
+    dirs: Dirs = Dirs(),
+    on_done: Callable[[CaseReport], None] | None = None,
+) -> list[CaseReport]:
+    """Run the cases, in ``jobs`` worker processes when there is more than one.
+
+    ``on_done`` is called with each report as its case finishes (finish order). Workers never
+    share a file: each case writes only ``out/<case>/`` and ``golden/<case>/``, every write is
+    atomic (unique temporary file, then rename), and the reports come back in case order
+    whatever order the workers finish in.
+    """
+    done = on_done or (lambda report: None)
+    if jobs <= 1 or len(cases) <= 1:
+        reports = []
+        for case in cases:  # already loaded: no second import of the case file
+            reports.append(_check(case, update, force, dirs))
+            done(reports[-1])
+        return reports
+    names = [c.name for c in cases]
+    by_name: dict[str, CaseReport] = {}
+    workers = min(jobs, len(names), os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:
+        futures = {pool.submit(check_by_name, n, update, force, dirs): n for n in names}
+        for future in as_completed(futures):
+            by_name[futures[future]] = report = future.result()
+            done(report)
+    return [by_name[n] for n in names]
+
+
+def check_by_name(name: str, update: bool, force: bool, dirs: Dirs = Dirs()) -> CaseReport:
     """Worker entry: load one case by name (a Case holds functions: it is not picklable)."""
     (case,) = discover([name], dirs.cases)
-    return _summarize_case(case, update, force, dirs)
+    return _check(case, update, force, dirs)
 
 
-def _summarize_case(case: Case, update: bool, force: bool, dirs: Dirs) -> dict[str, Any]:
-    """Run one case; return picklable report data and its terminal text."""
-    started = time.perf_counter()
-    outcome = compute_outcome(
-        case, update=update, force=force, golden_dir=dirs.golden, out_dir=dirs.out
-    )
-    data = report.case_data(outcome)
-    data["seconds"] = time.perf_counter() - started
-    data["text"] = report.render_case_data(data)
-    return data
-
-
-def main_run(case_names: Sequence[str], args: Any) -> int:
-    """Run cases, print their reports and a verdict; write the requested report files."""
-    dirs = Dirs.from_args(args)
-    if not dirs.cases.is_dir():
-        print(f"compare.py: error: {dirs.cases}: no such folder of case files", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        cases = select_shard(discover(list(case_names), dirs.cases), getattr(args, "shard", None))
-    except CaseDefinitionError as exc:
-        print(f"compare.py: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    update, force = bool(getattr(args, "update_golden", False)), bool(getattr(args, "force", False))
-    jobs = int(getattr(args, "jobs", 1) or 1)
-    results = _run_all(cases, update, force, jobs, dirs)
-    for data in results:
-        print(data["text"])
-    stale = golden.stale_goldens(dirs.golden, {p.stem for p in case_paths(dirs.cases)})
-    summary = report.render_summary(results, stale)
-    print(summary)
-    report.write_requested(results, args)
-    return EXIT_OK if all(d["ok"] for d in results) else EXIT_FAIL
+def _check(case: Case, update: bool, force: bool, dirs: Dirs) -> CaseReport:
+    return check_case(case, update=update, force=force, golden_dir=dirs.golden, out_dir=dirs.out)
 
 
 def _worker_context() -> multiprocessing.context.BaseContext:
@@ -221,29 +139,30 @@ def _worker_context() -> multiprocessing.context.BaseContext:
     return context
 
 
-def _run_all(
-    cases: list[Case], update: bool, force: bool, jobs: int, dirs: Dirs
-) -> list[dict[str, Any]]:
-    """Run the cases, in ``jobs`` worker processes when there is more than one.
+class Progress:
+    """One line per finished case on ``stream``: running count, case verdict, elapsed time."""
 
-    Workers never share a file: each case writes only ``out/<case>/`` and
-    ``golden/<case>/``, every write is atomic (unique temporary file, then rename), and
-    results come back in case order whatever order the workers finish in.
-    """
-    progress = report.Progress(len(cases), stream=sys.stderr)
-    if jobs <= 1 or len(cases) <= 1:
-        results = []
-        for case in cases:  # already loaded: no second import of the case file
-            results.append(_summarize_case(case, update, force, dirs))
-            progress.advance(results[-1])
-        return results
-    names = [c.name for c in cases]
-    by_name: dict[str, dict[str, Any]] = {}
-    workers = min(jobs, len(names), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:
-        futures = {pool.submit(_summarize, n, update, force, dirs): n for n in names}
-        for future in as_completed(futures):
-            data = future.result()
-            by_name[futures[future]] = data
-            progress.advance(data)
-    return [by_name[n] for n in names]
+    def __init__(self, total: int, stream: Any = None) -> None:
+        self.total, self.done = total, 0
+        self.stream = stream if stream is not None else sys.stderr
+        self._clock = time.perf_counter
+        self.started = self._clock()
+
+    def advance(self, report: CaseReport) -> None:
+        self.done += 1
+        elapsed = self._clock() - self.started
+        verdict = "ok" if report.ok else "FAIL"
+        took = f" {report.seconds:.2f}s" if report.seconds is not None else ""
+        width = len(str(self.total))
+        self.stream.write(
+            f"{self._bar()}[{self.done:{width}d}/{self.total}] {report.case} {verdict}"
+            f"{took} (elapsed {elapsed:.1f}s)\n"
+        )
+        self.stream.flush()
+
+    def _bar(self, width: int = 20) -> str:
+        """``#####........... `` on an interactive terminal; nothing in logs and pipes."""
+        if not getattr(self.stream, "isatty", lambda: False)():
+            return ""
+        filled = width * self.done // max(self.total, 1)
+        return "#" * filled + "." * (width - filled) + " "

@@ -10,20 +10,19 @@ from harness.case import (
     Agree,
     Case,
     CaseDefinitionError,
-    CaseRun,
     SideRef,
     agree,
     capture,
     differ,
     equals,
-    evaluate_check,
     expect,
     load_case,
     raises_vs_value,
-    resolve_because,
     same_values_other_shape,
     scaled,
 )
+from harness.checks import evaluate_check, resolve_because
+from harness.runner import CaseRun
 from harness.tolerances import Tolerance, resolve
 
 F32 = np.float32

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import compare
-from harness.report import schema_errors
+from harness.report.json_doc import schema_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {"torch": "2.13.0", "numpy": "2.4.6"}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.case import SIDES, load_case, run_case
-from harness.session import compute_outcome
+from harness.case import SIDES, load_case
+from harness.runner import check_case, run_case
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST_CASES = ["param_ids", "grad_edit", "grad_location"]  # repo cases that run in ~50 ms
@@ -77,14 +77,16 @@ def write_case(folder: Path, name: str, body: str):
 
 def test_seeds_and_threads_are_pinned_for_every_run(tmp_path, tree):
     case = write_case(tmp_path / "cases", "seeded", SEEDED_BY_THE_HARNESS)
-    first = compute_outcome(case, golden_dir=tmp_path / "g1", out_dir=tmp_path / "o1")
-    compute_outcome(case, golden_dir=tmp_path / "g2", out_dir=tmp_path / "o2")
+    first = check_case(case, golden_dir=tmp_path / "g1", out_dir=tmp_path / "o1")
+    check_case(case, golden_dir=tmp_path / "g2", out_dir=tmp_path / "o2")
     assert all(r.ok for r in first.checks), [r.message for r in first.checks]
-    assert first.run.nondeterministic == {}
+    assert first.nondeterministic == ()
     assert tree(tmp_path / "o1") == tree(tmp_path / "o2")
     # The recorded environment shows the pinned counts, so goldens do not carry the core count.
-    assert first.run.env["torch_threads"] == 1
-    assert {pool["num_threads"] for pool in first.run.env["blas"]} == {1}
+    env = first.env["torch"]
+    assert first.env["engine"] == env  # one environment block for both sides
+    assert env["torch_threads"] == 1
+    assert {pool["num_threads"] for pool in env["blas"]} == {1}
 
 
 NOISY = '''"""An engine side with an unseeded generator of its own: different on every call."""
@@ -108,7 +110,7 @@ CHECKS = [agree("y")]
 
 def test_a_side_that_disagrees_with_itself_is_reported_non_deterministic(tmp_path):
     case = write_case(tmp_path / "cases", "noisy", NOISY)
-    outcome = compute_outcome(case, golden_dir=tmp_path / "golden", out_dir=tmp_path / "out")
+    outcome = check_case(case, golden_dir=tmp_path / "golden", out_dir=tmp_path / "out")
     assert [r.ok for r in outcome.checks] == [True]  # conformance holds
     engine = outcome.goldens["engine"]
     assert engine.status == "nondeterministic" and not engine.ok

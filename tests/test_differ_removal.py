@@ -17,7 +17,7 @@ from harness.case import discover
 from harness.engine import lr_scheduler, optim
 from harness.engine.loss import CrossEntropyLoss
 from harness.engine.module import params_of
-from harness.session import compute_outcome
+from harness.runner import check_case
 
 VANISHED = "expected divergence vanished"
 
@@ -34,8 +34,8 @@ TARGETS = {
 
 def _result(case_name, label, tmp_path):
     (case,) = discover([case_name])
-    outcome = compute_outcome(case, golden_dir=tmp_path / "g", out_dir=tmp_path / "o")
-    return {r.check.label: r for r in outcome.checks}[label]
+    report = check_case(case, golden_dir=tmp_path / "g", out_dir=tmp_path / "o")
+    return report.check(label)
 
 
 @pytest.mark.parametrize("case_name", sorted(TARGETS))
@@ -162,8 +162,8 @@ def test_every_shifted_scheduler_loses_its_differ(tmp_path, monkeypatch):
     """Not only linear: with the shift removed, every scheduler's shift check fails."""
     _no_first_step_shift(monkeypatch)
     (case,) = discover(["lr_schedulers"])
-    outcome = compute_outcome(case, golden_dir=tmp_path / "g", out_dir=tmp_path / "o")
-    shift_checks = [r for r in outcome.checks if r.check.label.endswith("~engine:aligned")]
-    shifted = [r for r in shift_checks if r.check.kind == "differ"]
+    report = check_case(case, golden_dir=tmp_path / "g", out_dir=tmp_path / "o")
+    shift_checks = [r for r in report.checks if r.label.endswith("~engine:aligned")]
+    shifted = [r for r in shift_checks if r.kind == "differ"]
     assert len(shifted) == 7  # the eight schedulers but the constant one
     assert all(r.message == VANISHED for r in shifted), [r.message for r in shifted]

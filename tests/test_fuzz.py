@@ -8,10 +8,12 @@ import pytest
 from hypothesis import given, settings
 
 from harness import case as case_api
+from harness.checks import evaluate
 from harness.ops import fuzz
 from harness.ops.fuzz import Leaf, Program, Step
 from harness.ops.inject import flipped_rule
 from harness.ops.opinion import TORCH_CLOSER
+from harness.runner import run_case
 
 
 def test_ci_fuzz_run_finds_no_disagreement():
@@ -56,9 +58,9 @@ def test_the_printed_case_runs_through_the_case_api_and_reproduces_the_bug(tmp_p
         "agree:grad.*:torch~engine",
     ]
     with flipped_rule("exp"):
-        buggy = case_api.evaluate(case_api.run_case(case, tmp_path / "out"))
+        buggy = evaluate(run_case(case, tmp_path / "out"))
     assert [r.ok for r in buggy] == [True, False]  # the gradient check fails, the output agrees
-    fixed = case_api.evaluate(case_api.run_case(case, tmp_path / "out"))
+    fixed = evaluate(run_case(case, tmp_path / "out"))
     assert [r.ok for r in fixed] == [True, True]
 
 

@@ -6,9 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import golden, record
+from harness import environment, golden, record
 from harness.case import SIDES, Case, agree, load_case
-from harness.session import compute_outcome
+from harness.report.text import render_golden
+from harness.runner import check_case
 
 ENV = {"numpy": "2.4.6", "python": "3.11.7", "torch": "2.13.0"}
 
@@ -146,7 +147,7 @@ def write_case(tmp_path: Path, engine_y: float) -> Case:
 def test_update_refuses_a_case_whose_agree_checks_fail(tmp_path):
     case = write_case(tmp_path, engine_y=3.0)
     dirs = {"golden_dir": tmp_path / "golden", "out_dir": tmp_path / "out"}
-    refused = compute_outcome(case, update=True, **dirs)
+    refused = check_case(case, update=True, **dirs)
     for side in SIDES:
         assert refused.goldens[side].status == "refused"
         assert (
@@ -155,17 +156,17 @@ def test_update_refuses_a_case_whose_agree_checks_fail(tmp_path):
         )
     assert not (tmp_path / "golden" / "tiny").exists()
 
-    forced = compute_outcome(case, update=True, force=True, **dirs)
+    forced = check_case(case, update=True, force=True, **dirs)
     assert all(forced.goldens[side].status == "created" for side in SIDES)
 
 
 def test_full_cycle_through_outcomes(tmp_path):
     dirs = {"golden_dir": tmp_path / "golden", "out_dir": tmp_path / "out"}
     case = write_case(tmp_path, engine_y=2.0)
-    first = compute_outcome(case, **dirs)
+    first = check_case(case, **dirs)
     assert [first.goldens[s].status for s in SIDES] == ["missing", "missing"]
     assert not first.ok
-    second = compute_outcome(case, **dirs)
+    second = check_case(case, **dirs)
     assert second.ok
     out = json.loads((tmp_path / "out" / "tiny" / "engine.json").read_text())
     assert out["values"]["y"]["data"] == [1.0, 2.0]
@@ -173,21 +174,19 @@ def test_full_cycle_through_outcomes(tmp_path):
 
 
 def test_fingerprint_covers_versions_blas_and_threads_of_the_real_environment():
-    env = record.environment()
-    fingerprint = golden.fingerprint(env)
+    env = environment.probe()
+    fingerprint = environment.fingerprint(env)
     assert set(fingerprint) == {"torch", "torch_threads", "numpy", "python", "platform", "blas"}
     assert all(fingerprint[key] == env[key] for key in fingerprint)
-    assert golden.fingerprint({**env, "numpy": "0.0"}) != fingerprint
+    assert environment.fingerprint({**env, "numpy": "0.0"}) != fingerprint
 
 
 def test_update_report_says_what_changed_without_calling_it_a_failure(golden_dir, tmp_path):
-    from harness import report
-
     old = side_text({"y": np.array([1.0, 2.0], np.float32)})
     new = side_text({"y": np.array([1.0, 2.5], np.float32)})
     golden.update_golden(DEMO, "engine", old, decoded(old, tmp_path), golden_dir)
     updated = golden.update_golden(DEMO, "engine", new, decoded(new, tmp_path), golden_dir)
-    text = report.render_golden(updated)
+    text = render_golden(updated)
     assert "FAIL" not in text
     assert "y                        n=  2  max|diff|=5.00e-01" in text
     assert text.splitlines()[-1] == "worst=5.00e-01 tol=1e-06 CHANGED (1 of 1 keys)"

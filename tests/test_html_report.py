@@ -1,6 +1,7 @@
-"""harness.html_report: the page parses, shows every case, row, histogram and divergence."""
+"""harness.report.html: the page parses, shows every case, row, histogram and divergence."""
 
 import base64
+import dataclasses
 import io
 import re
 import shutil
@@ -11,11 +12,16 @@ import html5lib
 import numpy as np
 import pytest
 
-from harness import html_report
 from harness.case import load_case
 from harness.record import CapturedError
-from harness.report import Progress, case_data, cases_json, cases_markdown, schema_errors
-from harness.session import compute_outcome
+from harness.report import histogram
+from harness.report.cells import value_summary
+from harness.report.html import render_cases_html
+from harness.report.json_doc import cases_json, schema_errors
+from harness.report.markdown import cases_markdown
+from harness.results import CaseReport
+from harness.runner import check_case
+from harness.session import Progress
 
 CASE = '''"""A synthetic case for the HTML report tests.
 
@@ -71,12 +77,12 @@ IMG_PNG = 'src="data:image/png;base64,'
 
 
 def run_synthetic(tmp_path, b_ulps=0):
-    """Run the synthetic case with goldens and outputs under tmp_path; return its case data."""
+    """Run the synthetic case with goldens and outputs under tmp_path; return its report."""
     path = tmp_path / "cases" / "synthetic.py"
     path.parent.mkdir(exist_ok=True)
     path.write_text(CASE.format(b_ulps=b_ulps))
     dirs = {"golden_dir": tmp_path / "golden", "out_dir": tmp_path / "out"}
-    return case_data(compute_outcome(load_case(path), **dirs))
+    return check_case(load_case(path), **dirs)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +96,7 @@ def results(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(results):
-    return html_report.render_cases_html(results)
+    return render_cases_html(results)
 
 
 def parse(page):
@@ -101,8 +107,8 @@ def parse(page):
 
 def rendered_diffs(results):
     """Every Diff the page renders as a table: each check's, then each golden's."""
-    diffs = [c["diff"] for d in results for c in d["checks"]]
-    diffs += [g["diff"] for d in results for g in d["goldens"]]
+    diffs = [c.diff for r in results for c in r.checks]
+    diffs += [g.diff for r in results for g in r.goldens.values()]
     return [diff for diff in diffs if diff is not None]
 
 
@@ -143,14 +149,14 @@ def test_histograms_are_deterministic_pngs_without_metadata(page):
 
 
 def test_the_same_data_renders_byte_identical_html(results, page):
-    html_report.histogram_png.cache_clear()
-    assert html_report.render_cases_html(results) == page
+    histogram.histogram_png.cache_clear()
+    assert render_cases_html(results) == page
 
 
 def test_differences_table_has_one_row_per_differ_check(results, page):
     tree = parse(page)
     rows = tree.findall(".//table[@class='divergences']/tbody/tr")
-    differs = [c for d in results for c in d["checks"] if c["kind"] == "differ"]
+    differs = [c for r in results for c in r.checks if c.kind == "differ"]
     assert len(rows) == len(differs) == 1
     topic, torch_cell, engine_cell, relation, reason, status = (
         "".join(cell.itertext()) for cell in rows[0]
@@ -194,17 +200,18 @@ def test_summary_counts_checks_and_environment(results, page):
 
 
 def test_environment_differences_are_highlighted(results):
-    changed = [dict(results[0])]
-    changed[0]["goldens"] = [
-        {**g, "env": {**g["env"], "numpy": "0.0-old"}} for g in results[0]["goldens"]
-    ]
-    page = html_report.render_cases_html(changed)
+    report = results[0]
+    goldens = {
+        side: dataclasses.replace(g, env={**g.env, "numpy": "0.0-old"})
+        for side, g in report.goldens.items()
+    }
+    page = render_cases_html([dataclasses.replace(report, goldens=goldens)])
     assert '<span class="changed"><code>0.0-old</code></span>' in page
 
 
 def test_without_matplotlib_histograms_are_html_bars(results, monkeypatch):
-    monkeypatch.setattr(html_report, "_load_matplotlib", lambda: None)
-    page = html_report.render_cases_html(results)
+    monkeypatch.setattr(histogram, "_load_matplotlib", lambda: None)
+    page = render_cases_html(results)
     parse(page)
     assert IMG_PNG not in page
     assert "matplotlib is not installed" in page
@@ -238,7 +245,7 @@ def test_markdown_has_one_row_per_tensor(results):
     ],
 )
 def test_value_summary(value, text):
-    assert html_report.value_summary(value) == text
+    assert value_summary(value) == text
 
 
 class Terminal(io.StringIO):
@@ -249,7 +256,7 @@ class Terminal(io.StringIO):
 def test_progress_draws_a_bar_only_on_a_terminal():
     stream = Terminal()
     progress = Progress(4, stream=stream)
-    progress.advance({"case": "a", "ok": True})
+    progress.advance(CaseReport("a", "", (), {}))
     assert stream.getvalue().startswith("#####............... [1/4] a ok (elapsed ")
 
 

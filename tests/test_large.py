@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from harness import record, sidecar
-from harness.case import SIDECAR_THRESHOLD, load_case
-from harness.session import compute_outcome
+from harness.case import load_case
+from harness.record import SIDECAR_THRESHOLD
+from harness.runner import check_case
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 100_000
@@ -61,9 +62,9 @@ def dirs(tmp_path):
 
 def test_golden_json_stays_small_and_points_at_a_sidecar(tmp_path, dirs):
     case = write_case(tmp_path / "cases")
-    first = compute_outcome(case, **dirs)
+    first = check_case(case, **dirs)
     assert [first.goldens[s].status for s in ("torch", "engine")] == ["missing", "missing"]
-    assert first.run.nondeterministic == {}  # in-memory sidecar refs match the written ones
+    assert first.nondeterministic == ()  # in-memory sidecar refs match the written ones
     folder = dirs["golden_dir"] / "big"
     text = (folder / "engine.json").read_text()
     assert len(text) < 2000  # 100k floats would be ~2 MB inline
@@ -75,16 +76,16 @@ def test_golden_json_stays_small_and_points_at_a_sidecar(tmp_path, dirs):
     assert ref["sha256"] == sidecar.sha256_of(np.load(folder / name))
     assert set(ref["summary"]) == {"min", "max", "mean", "l2", "nan", "inf"}
 
-    second = compute_outcome(case, **dirs)
+    second = check_case(case, **dirs)
     assert second.ok and second.goldens["engine"].status == "identical"
 
 
 def test_mismatch_writes_obtained_with_its_own_sidecar_and_a_pass_removes_both(tmp_path, dirs):
-    compute_outcome(write_case(tmp_path / "cases"), **dirs)
+    check_case(write_case(tmp_path / "cases"), **dirs)
     folder = dirs["golden_dir"] / "big"
     before = {name: (folder / name).read_bytes() for name in listing(folder)}
 
-    changed = compute_outcome(write_case(tmp_path / "cases", delta=0.5, tol=LOOSE), **dirs)
+    changed = check_case(write_case(tmp_path / "cases", delta=0.5, tol=LOOSE), **dirs)
     result = changed.goldens["engine"]
     assert result.status == "mismatch" and not result.ok
     assert result.diff.rows[0].worst_index == (7,)
@@ -95,32 +96,32 @@ def test_mismatch_writes_obtained_with_its_own_sidecar_and_a_pass_removes_both(t
     np.testing.assert_array_equal(record.read_side(obtained).values["w"], fresh)
     assert {n: (folder / n).read_bytes() for n in before} == before  # golden untouched
 
-    compute_outcome(write_case(tmp_path / "cases"), **dirs)
+    check_case(write_case(tmp_path / "cases"), **dirs)
     assert sorted(before) == listing(folder)  # .obtained.json and its sidecar are gone
 
 
 def test_update_replaces_the_sidecar_and_removes_the_stale_one(tmp_path, dirs):
-    compute_outcome(write_case(tmp_path / "cases"), **dirs)
+    check_case(write_case(tmp_path / "cases"), **dirs)
     folder = dirs["golden_dir"] / "big"
     (old,) = sidecar_names(folder / "engine.json")
     case = write_case(tmp_path / "cases", delta=0.25, tol=LOOSE)
-    updated = compute_outcome(case, update=True, **dirs)
+    updated = check_case(case, update=True, **dirs)
     result = updated.goldens["engine"]
     assert result.status == "updated" and result.diff.rows[0].max_abs == pytest.approx(0.25)
     (new,) = sidecar_names(folder / "engine.json")
     assert new != old and not (folder / old).exists() and (folder / new).is_file()
-    assert compute_outcome(case, **dirs).goldens["engine"].status == "identical"
+    assert check_case(case, **dirs).goldens["engine"].status == "identical"
 
 
 def test_a_damaged_golden_sidecar_is_not_trusted_because_the_text_matches(tmp_path, dirs):
     case = write_case(tmp_path / "cases")
-    compute_outcome(case, **dirs)
+    check_case(case, **dirs)
     folder = dirs["golden_dir"] / "big"
     (name,) = sidecar_names(folder / "engine.json")
     damaged = np.load(folder / name)
     damaged[3] = 0.0
     np.save(folder / name, damaged)
-    result = compute_outcome(case, **dirs).goldens["engine"]
+    result = check_case(case, **dirs).goldens["engine"]
     assert result.status == "unreadable" and not result.ok
     assert f"w: sidecar {name} sha256 mismatch" in result.message
 

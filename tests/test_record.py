@@ -6,7 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from harness import record
+import harness.record.read as record_read
+import harness.record.write as record_write
+from harness import environment, record
 from harness.record import CapturedError, RecordError
 
 F32 = np.finfo(np.float32)
@@ -117,7 +119,7 @@ def test_empty_and_0d_shapes(tmp_path, shape):
 
 def test_output_is_byte_identical_and_canonical(tmp_path):
     values = {"w": np.arange(20, dtype=np.float32) / 7, "loss": 0.25, "err": None}
-    env = record.environment()
+    env = environment.probe()
     first = record.dumps_side("c", "torch", values, env)
     second = record.dumps_side("c", "torch", dict(values), dict(reversed(env.items())))
     assert first == second
@@ -172,7 +174,8 @@ def test_stdlib_fallback_writes_the_same_bytes_and_reads_the_same(tmp_path, monk
     fast = record.dumps_side("c", "s", values, {"x": 1e-5})
     path = write_json(tmp_path, fast)
     fast_values = record.read_side(path).values
-    monkeypatch.setattr(record, "_orjson", None)
+    monkeypatch.setattr(record_write, "_orjson", None)
+    monkeypatch.setattr(record_read, "_orjson", None)
     assert record.dumps_side("c", "s", values, {"x": 1e-5}) == fast
     slow_values = record.read_side(path).values
     for key, want in values.items():
@@ -385,8 +388,8 @@ def test_format_1_files_and_loose_files_agree(tmp_path):
 def test_environment_is_deterministic_and_has_no_host_name():
     import platform
 
-    env = record.environment()
-    assert env == record.environment()
+    env = environment.probe()
+    assert env == environment.probe()
     assert {"torch", "numpy", "python", "platform", "blas", "torch_threads"} <= env.keys()
     assert env["numpy"] == np.__version__
     assert platform.node() not in json.dumps(env)

@@ -8,15 +8,11 @@ import pytest
 
 from harness.diff import Diff, TensorDiff, diff_values
 from harness.record import CapturedError
-from harness.report import (
-    REPORT_SCHEMA,
-    format_value,
-    render_html,
-    render_json,
-    render_markdown,
-    render_text,
-    schema_errors,
-)
+from harness.report.cells import format_value
+from harness.report.html import render_html
+from harness.report.json_doc import REPORT_SCHEMA, render_json, schema_errors
+from harness.report.markdown import render_markdown
+from harness.report.text import render_text
 from harness.tolerances import Tolerance, default_tolerance
 
 TOL = Tolerance(1e-6, reason="study")

@@ -1,5 +1,6 @@
-"""Case-run rendering in harness.report, on hand-made outcomes (no case is run here)."""
+"""Case-run rendering in harness.report, on hand-made reports (no case is run here)."""
 
+import dataclasses
 import io
 import json
 from types import SimpleNamespace as NS
@@ -7,18 +8,12 @@ from types import SimpleNamespace as NS
 import numpy as np
 
 from harness.diff import diff_values
-from harness.report import (
-    Progress,
-    case_data,
-    cases_json,
-    cases_markdown,
-    render_case,
-    render_check,
-    render_golden,
-    render_summary,
-    schema_errors,
-    write_requested,
-)
+from harness.report.files import write_case_reports
+from harness.report.json_doc import cases_json, schema_errors
+from harness.report.markdown import cases_markdown
+from harness.report.text import render_case, render_check, render_golden, render_summary
+from harness.results import CaseReport, CheckKind, CheckReport, GoldenReport, GoldenStatus
+from harness.session import Progress
 from harness.tolerances import default_tolerance
 
 
@@ -32,41 +27,40 @@ def a_diff(b_value):
 
 
 def golden_result(side, status, ok, message, diff=None):
-    return NS(case="demo", side=side, status=status, ok=ok, message=message, diff=diff, env=None)
+    return GoldenReport(case="demo", side=side, status=status, ok=ok, message=message, diff=diff)
 
 
 def outcome(ok_agree=True):
-    agree = NS(label="agree:g:torch~engine", kind="agree")
-    differ = NS(label="differ:h:torch~engine", kind="differ")
-    checks = [
-        NS(
-            check=agree,
+    checks = (
+        CheckReport(
+            label="agree:g:torch~engine",
+            kind=CheckKind.AGREE,
             ok=ok_agree,
             diff=a_diff(2.0 if ok_agree else 3.0),
             message="agree" if ok_agree else "values disagree",
-            documented_by="",
         ),
-        NS(
-            check=differ,
+        CheckReport(
+            label="differ:h:torch~engine",
+            kind=CheckKind.DIFFER,
             ok=True,
             diff=a_diff(4.0),
             message="differ as documented: 2x",
             documented_by="Gradients.doc",
         ),
-    ]
+    )
     goldens = {
-        "torch": golden_result("torch", "identical", True, "same bytes"),
+        "torch": golden_result("torch", GoldenStatus.IDENTICAL, True, "same bytes"),
         "engine": golden_result(
             "engine",
-            "mismatch",
+            GoldenStatus.MISMATCH,
             False,
             "values differ from the golden beyond tolerance",
             a_diff(2.5),
         ),
     }
-    case = NS(name="demo", doc="A demo case.\n\nMore text.")
-    run = NS(error=None, nondeterministic={}, texts={}, env={})
-    return NS(case=case, run=run, checks=checks, goldens=goldens, ok=False)
+    report = CaseReport("demo", "A demo case.\n\nMore text.", checks, goldens)
+    assert not report.ok  # the engine golden fails
+    return report
 
 
 def test_render_case_lists_every_check_and_golden():
@@ -97,7 +91,7 @@ def test_render_check_and_golden_for_pytest_messages():
 
 
 def test_summary_counts_and_names_failures():
-    results = [case_data(outcome()), case_data(outcome(ok_agree=False))]
+    results = [outcome(), outcome(ok_agree=False)]
     text = render_summary(results, ["golden/old"])
     assert text.splitlines() == [
         "== summary: 2 cases, 4 checks (3 hold, 2 documented divergences), 4 goldens (2 ok); "
@@ -111,7 +105,7 @@ def test_summary_counts_and_names_failures():
 
 
 def test_case_reports_json_validates_and_markdown_has_one_row_per_tensor(tmp_path):
-    results = [{**case_data(outcome()), "seconds": 0.5}]
+    results = [dataclasses.replace(outcome(), seconds=0.5)]
     doc = cases_json(results)
     assert schema_errors(doc) == []
     assert [c["comparison"] for c in doc["cases"][0]["checks"]] == [0, 1]
@@ -123,7 +117,7 @@ def test_case_reports_json_validates_and_markdown_has_one_row_per_tensor(tmp_pat
         markdown=str(tmp_path / "r.md"),
         html=str(tmp_path / "r.html"),
     )
-    write_requested(results, args)
+    write_case_reports(results, args)
     assert json.loads((tmp_path / "r.json").read_text())["schema"] == "conformance-report/1"
     assert (tmp_path / "r.md").read_text() == md
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
@@ -132,8 +126,8 @@ def test_case_reports_json_validates_and_markdown_has_one_row_per_tensor(tmp_pat
 def test_progress_prints_one_line_per_case():
     stream = io.StringIO()
     progress = Progress(12, stream=stream)
-    progress.advance({"case": "a", "ok": True, "seconds": 0.25})
-    progress.advance({"case": "b", "ok": False})
+    progress.advance(CaseReport("a", "", (), {}, seconds=0.25))
+    progress.advance(dataclasses.replace(outcome(), case="b"))
     first, second = stream.getvalue().splitlines()
     assert first.startswith("[ 1/12] a ok 0.25s (elapsed ")
     assert second.startswith("[ 2/12] b FAIL (elapsed ")
