@@ -1,0 +1,132 @@
+"""The import graph of ``harness/``: no circle, and no module imports the layers above it.
+
+Read from the source with ``ast`` (every import statement, at any depth, so an import inside
+a function counts too), not from ``sys.modules``: the test does not depend on what happens to
+be imported already.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = ROOT / "harness"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(HARNESS.rglob("*.py"))}
+
+
+def imported_modules(name: str) -> set[str]:
+    """The harness modules ``name`` imports; ``from pkg import sub`` counts as ``pkg.sub``."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolved against this module's package
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in MODULES else base)
+    return {m for m in found if m in MODULES and m != name}
+
+
+GRAPH = {name: imported_modules(name) for name in MODULES}
+
+
+def within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_the_graph_is_read_from_every_module():
+    assert {"harness.results", "harness.report.cells", "harness.record.read"} <= GRAPH.keys()
+    assert "harness.results" in GRAPH["harness.runner"]
+    assert "harness.report.cells" in GRAPH["harness.report.text"]  # from-imports resolve
+
+
+def test_no_import_circle():
+    """Depth-first search; a back edge is a circle, reported as the path that closes it."""
+    state: dict[str, str] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = "open"
+        for target in sorted(GRAPH[name]):
+            if state.get(target) == "open":
+                circle = [*path[path.index(target) :], target]
+                pytest.fail("import circle: " + " -> ".join(circle))
+            if target not in state:
+                visit(target, [*path, target])
+        state[name] = "done"
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name, [name])
+
+
+# Each rule: modules under the first prefix may import, among harness modules, only those
+# under one of the allowed prefixes (a module may always import within its own package).
+ONLY_FROM = {
+    # The engine is the thing under test: it knows nothing of the harness around it.
+    "harness.engine": (),
+    # The codec and the shared pieces below everything else.
+    "harness.tolerances": (),
+    "harness.sidecar": (),
+    "harness.environment": (),
+    "harness.cli": (),
+    "harness.record": ("harness.sidecar",),
+    "harness.diff": ("harness.tolerances",),
+    # The results model is data over diffs; the renderers read it and diff data only.
+    "harness.results": ("harness.diff",),
+    "harness.report": ("harness.results", "harness.diff", "harness.tolerances", "harness.record"),
+    # The author's API does not know how a case is run, judged or rendered.
+    "harness.case": ("harness.record", "harness.results", "harness.tolerances"),
+    "harness.golden": ("harness.record", "harness.diff", "harness.environment", "harness.results"),
+}
+# Modules that must not import these (the runner below the session, neither of them the CLI).
+NEVER = {
+    "harness.checks": ("harness.runner", "harness.session", "harness.golden", "harness.cli"),
+    "harness.runner": ("harness.session", "harness.cli", "harness.ops"),
+    "harness.session": ("harness.cli", "harness.ops", "harness.report"),
+}
+
+
+@pytest.mark.parametrize("prefix", sorted(ONLY_FROM))
+def test_no_upward_import(prefix):
+    allowed = (prefix, *ONLY_FROM[prefix])
+    wrong = {
+        f"{name} imports {target}"
+        for name in GRAPH
+        if within(name, prefix)
+        for target in GRAPH[name]
+        if not any(within(target, ok) for ok in allowed)
+    }
+    assert not wrong, sorted(wrong)
+
+
+@pytest.mark.parametrize("prefix", sorted(NEVER))
+def test_no_import_of_what_sits_above(prefix):
+    wrong = {
+        f"{name} imports {target}"
+        for name in GRAPH
+        if within(name, prefix)
+        for target in GRAPH[name]
+        if any(within(target, bad) for bad in NEVER[prefix])
+    }
+    assert not wrong, sorted(wrong)
+
+
+def test_the_rules_name_existing_modules():
+    """A renamed module must not leave a rule that no longer checks anything."""
+    named = {*ONLY_FROM, *NEVER}
+    named |= {t for targets in [*ONLY_FROM.values(), *NEVER.values()] for t in targets}
+    assert {p for p in named if not any(within(m, p) for m in MODULES)} == set()
