@@ -26,8 +26,6 @@ from harness.results import CaseReport, CheckKind, CheckReport, GoldenReport, Go
 from harness.tolerances import Tolerance
 
 SEED = 0
-# Tensors with more elements go to .npy sidecars in out/ and golden/ alike (same text).
-SIDECAR_THRESHOLD = record.SIDECAR_THRESHOLD
 
 # ---------------------------------------------------------------------------------------------
 # Running both sides
@@ -69,7 +67,7 @@ def side_text(
     side: str,
     values: Mapping[str, Any],
     env: Mapping[str, Any],
-    sidecar_threshold: int = SIDECAR_THRESHOLD,
+    sidecar_threshold: int = record.SIDECAR_THRESHOLD,
 ) -> str:
     """The JSON text ``record.write_side`` writes to ``<side>.json`` for normalized values.
 
@@ -106,7 +104,7 @@ def run_case(
     out_dir: Path = OUT_DIR,
     *,
     repeat: bool = True,
-    sidecar_threshold: int = SIDECAR_THRESHOLD,
+    sidecar_threshold: int = record.SIDECAR_THRESHOLD,
 ) -> CaseRun:
     """Run both sides (twice, to tell non-determinism from non-conformance), write ``out/``.
 

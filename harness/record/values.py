@@ -13,7 +13,7 @@ import numpy as np
 
 FORMAT_VERSION = 1
 ELEMENTS_PER_LINE = 8
-SIDECAR_THRESHOLD = 65536
+SIDECAR_THRESHOLD = 65536  # larger tensors go to .npy sidecars, in out/ and golden/ alike
 MAX_DEPTH = 64
 MAX_BYTES = 1 << 30
 MAX_ELEMENTS = 1 << 31
