@@ -1,5 +1,6 @@
-"""PyTorch weights into engine modules, the way burn-store does it (burn 0.22, crates/burn-store,
-commit 2c06be351006851d42fdb6df16b976f4a82d9747).
+"""PyTorch weights into engine modules, the way burn-store does it, and where PyTorch differs.
+
+Transliterates burn 0.22's crates/burn-store (commit 2c06be351006851d42fdb6df16b976f4a82d9747):
 
     from harness.engine.store import PytorchStore, SafetensorsStore, PyTorchToBurnAdapter
 
