@@ -207,6 +207,23 @@ def test_a_dict_that_contains_itself_is_an_error(tmp_path):
         PytorchReader(path)
 
 
+def test_shared_and_deeply_nested_dicts_are_bounded(tmp_path):
+    shared = {"t": 1}
+    for _ in range(40):  # 2**40 paths in a pickle of a few hundred bytes
+        shared = {"a": shared, "b": shared}
+    deep = {}
+    for _ in range(200):
+        deep = {"x": deep}
+    for name, obj, problem in [
+        ("bomb.pkl", shared, "more than 1000000 dict entries"),
+        ("deep.pkl", deep, "dicts nested deeper than 100 levels"),
+    ]:
+        path = tmp_path / name
+        path.write_bytes(pickle.dumps(obj, protocol=2))
+        with pytest.raises(PytorchError, match=problem):
+            PytorchReader(path)
+
+
 def test_a_plain_pickle_without_tensors_has_no_tensors(tmp_path):
     path = tmp_path / "config.pkl"
     path.write_bytes(pickle.dumps({"lr": 0.1, "layers": [2, 3]}, protocol=2))
@@ -214,13 +231,17 @@ def test_a_plain_pickle_without_tensors_has_no_tensors(tmp_path):
     assert (reader.format, len(reader)) == ("pickle", 0)
 
 
-def _rewrite(path, drop: str | None = None, shorten: str | None = None) -> None:
+def _rewrite(path, drop=None, shorten=None, lengthen=None) -> None:
     with zipfile.ZipFile(path) as archive:
         records = {name: archive.read(name) for name in archive.namelist()}
     with zipfile.ZipFile(path, "w") as archive:
         for name, data in records.items():
+            if name == shorten:
+                data = data[:-4]
+            elif name == lengthen:
+                data = data + b"\xff" * 64
             if name != drop:
-                archive.writestr(name, data[:-4] if name == shorten else data)
+                archive.writestr(name, data)
 
 
 def test_broken_files_give_one_line_errors_naming_the_file(tmp_path):
@@ -253,6 +274,9 @@ def test_missing_or_short_storage_records_are_errors_not_zeros(tmp_path):
     _rewrite(path, shorten="ckpt/data/0")
     with pytest.raises(PytorchError, match="storage '0' holds 12 bytes, its 4 float32 elements"):
         PytorchReader(path)
+    path = save(tmp_path, {"t": torch.ones(4)})
+    _rewrite(path, lengthen="ckpt/data/0")  # bytes past the storage's elements are not read
+    assert_same(PytorchReader(path).get("t").to_data(), torch.ones(4))
 
 
 def test_truncated_legacy_file_is_an_error(tmp_path):

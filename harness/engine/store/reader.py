@@ -43,6 +43,8 @@ _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _LEGACY_HEADER = b"\x80\x02\x8a\x0a" + _LEGACY_MAGIC.to_bytes(10, "little") + b"."
 _LEGACY_PROTOCOL = 1001
 _ZIP_HEADER = b"PK\x03\x04"
+_MAX_DEPTH = 100
+_MAX_ENTRIES = 1_000_000
 
 
 class PytorchReader:
@@ -120,7 +122,7 @@ def _parse_zip(label: str, data: bytes) -> tuple[object, dict[str, np.ndarray]]:
                 raise BadPickle("big-endian checkpoints are not supported (burn refuses them too)")
             obj, storages = unpickle(archive.read(pickle_name))
             arrays = {
-                key: _storage_array(ref, _record(archive, f"{prefix}data/{key}"))
+                key: _storage_array(ref, _record(archive, f"{prefix}data/{key}", ref))
                 for key, ref in storages.items()
             }
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
@@ -145,9 +147,12 @@ def _byteorder(archive: zipfile.ZipFile, prefix: str) -> str:
         return "little"  # files older than the byteorder record are little-endian
 
 
-def _record(archive: zipfile.ZipFile, name: str) -> bytes:
+def _record(archive: zipfile.ZipFile, name: str, ref: StorageRef) -> bytes:
+    """The bytes the storage's elements need, and no more: a record that claims to unpack to
+    more than that is not decompressed beyond it."""
     try:
-        return archive.read(name)
+        with archive.open(name) as record:
+            return record.read(ref.numel * numpy_dtype(ref.dtype).itemsize)
     except KeyError:
         raise BadPickle(f"storage record '{name}' is missing from the archive") from None
 
@@ -202,13 +207,23 @@ def _flatten(obj: object, top_level_key: str | None) -> dict[str, TensorRecord]:
             )
         obj = nested
     out: dict[str, TensorRecord] = {}
-    _walk(obj, (), out, set())
+    _walk(obj, (), out, set(), [0])
     return out
 
 
-def _walk(obj: dict, prefix: tuple[str, ...], out: dict[str, TensorRecord], open_: set) -> None:
+def _walk(
+    obj: dict, prefix: tuple[str, ...], out: dict[str, TensorRecord], open_: set, count: list
+) -> None:
+    # A pickle can share one dict at many places; the limits stop one that nests 2**40 paths
+    # (burn stops its reader at 1M memo nodes for the same reason).
+    where = ".".join(prefix)
     if id(obj) in open_:
-        raise BadPickle(f"the dict at '{'.'.join(prefix)}' contains itself")
+        raise BadPickle(f"the dict at '{where}' contains itself")
+    if len(prefix) > _MAX_DEPTH:
+        raise BadPickle(f"dicts nested deeper than {_MAX_DEPTH} levels at '{where}'")
+    count[0] += len(obj)
+    if count[0] > _MAX_ENTRIES:
+        raise BadPickle(f"more than {_MAX_ENTRIES} dict entries (shared dicts repeated?)")
     open_.add(id(obj))
     for key, value in obj.items():
         if isinstance(key, int):
@@ -222,7 +237,7 @@ def _walk(obj: dict, prefix: tuple[str, ...], out: dict[str, TensorRecord], open
                 raise BadPickle(f"two tensors flatten to the same key '{name}'")
             out[name] = value
         elif isinstance(value, dict):
-            _walk(value, path, out, open_)
+            _walk(value, path, out, open_, count)
     open_.discard(id(obj))
 
 
