@@ -10,13 +10,23 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from harness.engine import Device, LayerNormConfig, LinearConfig, Module, Param, Relu, Tensor
+from harness.engine import (
+    Device,
+    LayerNormConfig,
+    LinearConfig,
+    Module,
+    Param,
+    ParamId,
+    Relu,
+    Tensor,
+)
 from harness.engine.store import (
     FloatCastAdapter,
     PytorchStore,
     PytorchStoreError,
     PyTorchToBurnAdapter,
     SafetensorsStore,
+    TensorSnapshot,
     apply,
 )
 from harness.engine.store.apply_result import DTypeMismatch, LoadError, ShapeMismatch
@@ -303,6 +313,20 @@ def test_integer_data_for_a_float_param_is_a_dtype_mismatch(tmp_path):
     _, result = PytorchStore.from_file(path).validate(False).apply_to(Net())
     assert result.errors == (DTypeMismatch("fc1.bias", "float32", "int64"),)
     assert str(result.errors[0]) == "DType mismatch for 'fc1.bias': expected float32, found int64"
+
+
+def test_integer_params_take_int64_and_refuse_what_int64_cannot_hold():
+    class Counter(Module):
+        def __init__(self) -> None:
+            self.count = Param.initialized(ParamId.new(), Tensor.from_ints([0, 0], AD))
+
+    small = TensorSnapshot.from_data(np.array([7, 9], np.uint8), ["count"])
+    model, result = apply(Counter(), [small])
+    assert result.applied == ("count",) and model.count.val().tolist() == [7, 9]
+    assert str(model.count.val().dtype) == "int64"
+    huge = TensorSnapshot.from_data(np.array([1, 2**63], np.uint64), ["count"])
+    _, result = apply(Counter(), [huge])
+    assert result.errors == (LoadError("count", "uint64 values above the int64 range"),)
 
 
 def test_a_failing_read_is_a_load_error(tmp_path):

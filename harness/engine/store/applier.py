@@ -182,6 +182,9 @@ class Applier:
                 )
             )
             return None
+        if dtype == "uint64" and data.size and int(data.max()) > np.iinfo(np.int64).max:
+            self.errors.append(LoadError(path, "uint64 values above the int64 range"))
+            return None
         tensor = Tensor.from_numpy(data, target.device)
         return tensor.set_require_grad(target.is_require_grad())
 
