@@ -141,3 +141,28 @@ __all__ += [
     "SequentialLrSchedulerConfig",
     "StepLrSchedulerConfig",
 ]
+
+# --- store/ (PyTorch and safetensors weights into modules) ---
+from .store import (  # noqa: E402
+    ApplyError,
+    ApplyResult,
+    FloatCastAdapter,
+    KeyRemapper,
+    PathFilter,
+    PytorchReader,
+    PytorchStore,
+    PyTorchToBurnAdapter,
+    SafetensorsStore,
+)
+
+__all__ += [
+    "ApplyError",
+    "ApplyResult",
+    "FloatCastAdapter",
+    "KeyRemapper",
+    "PathFilter",
+    "PyTorchToBurnAdapter",
+    "PytorchReader",
+    "PytorchStore",
+    "SafetensorsStore",
+]
