@@ -38,7 +38,11 @@ class BinaryCrossEntropyLoss(Module):
       -100 floor is the same as PyTorch's `binary_cross_entropy`;
     - `logits=True`: `(1 - t) * x - log_sigmoid(x)` with flex's `ln_1p`-based log-sigmoid, the
       same formula as PyTorch's `binary_cross_entropy_with_logits` (so a confident correct
-      logit, x = 20 with t = 1, costs exp(-20), not exactly 0);
+      logit, x = 20 with t = 1, costs exp(-20), not exactly 0). The gradient is not PyTorch's
+      formula: burn's autodiff adds `g * (1 - t)` and `-g * sigmoid(-x)`, PyTorch computes
+      `g * (sigmoid(x) - t)`; for confident logits each side rounds a different term to 0
+      (x = -20, t = 0: 0 here, `g * exp(-20)` in PyTorch; x = 20, t = 1: the reverse). They
+      differ by at most an ulp of 1 times g (the `losses` case);
     - weights: rank 1 gathers `weights[target]` per element; rank > 1 weights the last dim
       (per class). PyTorch's `weight=` is an elementwise tensor instead.
     """
