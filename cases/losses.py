@@ -1,4 +1,4 @@
-"""Every loss of burn 0.22's ``burn-nn`` (but CTC and RNN-T) against its PyTorch counterpart:
+"""Every loss of burn 0.22's ``burn-nn`` (but RNN-T) against its PyTorch counterpart:
 the loss and its gradient w.r.t. each float input. (Cross-entropy, MSE and binary
 cross-entropy on probabilities are in ``cross_entropy_variants``.)
 
@@ -7,8 +7,9 @@ for p = 1, 2, 0.5 and 3 (against ``l1_loss``, ``mse_loss`` and ``abs().pow(p)``;
 error with p = 0.5 both gradients are NaN), KL divergence with ``BatchMean`` / ``log_target``,
 Poisson NLL (log input, probabilities, Stirling term), Gaussian NLL, hinge embedding for
 targets in {-1, 1}, margin ranking off the margin, soft margin, multi-margin (p = 1, 2),
-cosine embedding, and binary cross-entropy on confident logits (flex's log-sigmoid gives
-``exp(-20)``, not 0, checked to a relative 1e-5).
+cosine embedding, CTC (the losses, and the gradients through ``log_softmax``), and binary
+cross-entropy on confident logits (flex's log-sigmoid gives ``exp(-20)``, not 0, checked to a
+relative 1e-5).
 
 Differ, each documented by the engine class named in its check:
 
@@ -25,6 +26,9 @@ Differ, each documented by the engine class named in its check:
   losses follow the two float64 formulas); at a zero anchor-positive distance the engine's
   gradient is NaN;
 - cosine embedding with an all-zero row: the engine's gradient is NaN there;
+- CTC: w.r.t. ``log_probs`` PyTorch's kernel returns ``exp(log_probs) * g`` more than the
+  derivative (a term ``log_softmax``'s backward cancels; through it both agree), and the
+  ``Mean`` reduction divides by a zero target length (PyTorch clamps it at 1);
 - burn rejects at ``init()`` what PyTorch accepts: smooth L1 with beta 0, Poisson eps 0,
   margin ranking and multi-margin with a negative margin; Poisson NLL rejects negative targets
   at ``forward``.
@@ -54,6 +58,7 @@ from harness.engine import (
     BinaryCrossEntropyLossConfig,
     CosineEmbeddingLossConfig,
     CrossEntropyLossConfig,
+    CTCLossConfig,
     Device,
     GaussianNLLLossConfig,
     HingeEmbeddingLossConfig,
@@ -111,6 +116,14 @@ X2 = (0.3 * ((5 * _E) % 6) - 0.7).astype(np.float32)
 PAIR_TARGETS = np.array([1, -1, -1], dtype=np.int64)
 X1_ZERO_ROW = X1.copy()
 X1_ZERO_ROW[1] = 0.0
+_L = np.arange(6 * 2 * 4).reshape(6, 2, 4)
+_Z = np.sin(0.37 * _L + 0.5)
+CTC_LOGITS = _Z.astype(np.float32)  # [T, N, C]
+LOG_PROBS = (_Z - np.log(np.exp(_Z).sum(axis=2, keepdims=True))).astype(np.float32)
+CTC_TARGETS = np.array([[1, 2, 2], [3, 1, 0]], dtype=np.int64)
+CTC_INPUT_LENGTHS = np.array([6, 5], dtype=np.int64)
+CTC_TARGET_LENGTHS = np.array([3, 2], dtype=np.int64)
+CTC_EMPTY_TARGET_LENGTHS = np.array([3, 0], dtype=np.int64)
 BCE_CONFIDENT = np.array([[20.0, -20.0, 16.0], [-18.0, 25.0, -30.0]], dtype=np.float32)
 BCE_CONFIDENT_TARGETS = (BCE_CONFIDENT > 0).astype(np.int64)
 
@@ -212,6 +225,7 @@ def torch_side():
         },
         "triplet": _torch_triplet(),
         "cosine": _torch_cosine(),
+        "ctc": _torch_ctc(),
         "bce": {
             "confident_logits": _torch(
                 lambda logits, targets: F.binary_cross_entropy_with_logits(logits, targets.float()),
@@ -219,6 +233,31 @@ def torch_side():
                 ("logits",),
             )
         },
+    }
+
+
+def _torch_ctc():
+    def ctc(reduction, target_lengths=CTC_TARGET_LENGTHS):
+        return lambda log_probs: F.ctc_loss(
+            log_probs,
+            _t(CTC_TARGETS),
+            _t(CTC_INPUT_LENGTHS),
+            _t(target_lengths),
+            reduction=reduction,
+        )
+
+    def through_log_softmax(reduction):
+        return lambda logits: ctc(reduction)(torch.log_softmax(logits, 2))
+
+    tracked = ("log_probs",)
+    return {
+        "none": _torch(ctc("none"), {"log_probs": LOG_PROBS}, tracked),
+        "mean": _torch(ctc("mean"), {"log_probs": LOG_PROBS}, tracked),
+        "logits": _torch(through_log_softmax("none"), {"logits": CTC_LOGITS}, ("logits",)),
+        "logits_mean": _torch(through_log_softmax("mean"), {"logits": CTC_LOGITS}, ("logits",)),
+        "empty_target_mean": _torch(
+            ctc("mean", CTC_EMPTY_TARGET_LENGTHS), {"log_probs": LOG_PROBS}, tracked
+        ),
     }
 
 
@@ -418,6 +457,7 @@ def engine_side():
                 ("logits",),
             )
         },
+        "ctc": _engine_ctc(),
         "cross_entropy": {
             "empty_pad_tokens": capture(
                 lambda: (
@@ -425,6 +465,35 @@ def engine_side():
                 )
             )
         },
+    }
+
+
+def _engine_ctc():
+    loss = CTCLossConfig().init()
+
+    def ctc(reduction, target_lengths=CTC_TARGET_LENGTHS):
+        args = (_e(CTC_TARGETS), _e(CTC_INPUT_LENGTHS), _e(target_lengths))
+        if reduction is None:
+            return lambda log_probs: loss.forward(log_probs, *args)
+        return lambda log_probs: loss.forward_with_reduction(log_probs, *args, reduction)
+
+    def through_log_softmax(reduction):
+        return lambda logits: ctc(reduction)(logits.log_softmax(2))
+
+    tracked = ("log_probs",)
+    return {
+        "none": _engine(ctc(None), {"log_probs": LOG_PROBS}, tracked),
+        "mean": _engine(ctc(Reduction.Mean), {"log_probs": LOG_PROBS}, tracked),
+        "logits": _engine(through_log_softmax(None), {"logits": CTC_LOGITS}, ("logits",)),
+        "logits_mean": _engine(
+            through_log_softmax(Reduction.Mean), {"logits": CTC_LOGITS}, ("logits",)
+        ),
+        "empty_target_mean": _engine(
+            ctc(Reduction.Mean, CTC_EMPTY_TARGET_LENGTHS),
+            {"log_probs": LOG_PROBS},
+            tracked,
+            nan_expected=True,
+        ),
     }
 
 
@@ -679,6 +748,26 @@ def _cancellation_only(torch_value, engine):
     return bool(np.all(gap <= np.finfo(np.float32).eps * g))
 
 
+def _ctc_softmax_term(g_per_sample):
+    """PyTorch's CTC kernel returns `exp(log_probs) * g - posterior` as the gradient w.r.t.
+    log_probs (the softmax term cancels after log_softmax's backward); burn's autodiff gives the
+    derivative itself, `-posterior`. Zero past each input length on both sides."""
+    live = np.arange(LOG_PROBS.shape[0])[:, None] < CTC_INPUT_LENGTHS[None, :]  # [T, N]
+    g = np.asarray(g_per_sample, np.float64)[None, :, None] * live[:, :, None]
+    term = np.exp(LOG_PROBS.astype(np.float64)) * g
+
+    def holds(torch_value, engine):
+        gap = np.asarray(torch_value, np.float64) - np.asarray(engine, np.float64)
+        return bool(np.allclose(gap, term, atol=1e-6, rtol=0))
+
+    return holds
+
+
+def _inf_or_nan_vs_finite(engine, torch_value):
+    engine = np.asarray(engine)
+    return bool(np.isfinite(torch_value).all() and not np.isfinite(engine).all())
+
+
 _RELATIVE = Tolerance(0.0, rtol=1e-5, reason="values near 0: an absolute 1e-6 would hide them")
 
 CHECKS = [
@@ -766,6 +855,28 @@ CHECKS = [
         "cosine.zero_row.grad.*",
         because=_because("CosineEmbeddingLoss"),
         relation=predicate("engine NaN in the all-zero row", _nan_where_zero_norm([1])),
+    ),
+    agree("ctc.none.loss"),
+    agree("ctc.mean.loss"),
+    differ(
+        "ctc.none.grad.log_probs",
+        because=_because("CTCLoss"),
+        relation=predicate("torch = engine + exp(log_probs) * g", _ctc_softmax_term([1.0, 1.0])),
+    ),
+    differ(
+        "ctc.mean.grad.log_probs",
+        because=_because("CTCLoss"),
+        relation=predicate(
+            "torch = engine + exp(log_probs) * g",
+            _ctc_softmax_term(1.0 / (CTC_TARGET_LENGTHS * len(CTC_TARGET_LENGTHS))),
+        ),
+    ),
+    agree("ctc.logits.*"),
+    agree("ctc.logits_mean.*"),
+    _engine_vs_torch(
+        "ctc.empty_target_mean.*",
+        "CTCLoss",
+        predicate("engine divides by a target length of 0, torch by 1", _inf_or_nan_vs_finite),
     ),
     agree("bce.confident_logits.loss", tol=_RELATIVE),
     differ(

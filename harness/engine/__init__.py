@@ -73,6 +73,8 @@ from .loss import (  # noqa: E402
     CosineEmbeddingLossConfig,
     CrossEntropyLoss,
     CrossEntropyLossConfig,
+    CTCLoss,
+    CTCLossConfig,
     GaussianNLLLoss,
     GaussianNllLoss,
     GaussianNLLLossConfig,
@@ -103,6 +105,8 @@ from .loss import (  # noqa: E402
 __all__ += [
     "BinaryCrossEntropyLoss",
     "BinaryCrossEntropyLossConfig",
+    "CTCLoss",
+    "CTCLossConfig",
     "CosineEmbeddingLoss",
     "CosineEmbeddingLossConfig",
     "CrossEntropyLoss",

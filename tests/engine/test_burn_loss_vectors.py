@@ -4,8 +4,9 @@
 own tolerance. Each expected vector is also re-derived independently, with PyTorch where it has
 the same loss or with a float64 formula, at the same tolerance.
 
-Not transcribed: the `display` tests (burn's `Display` of a module; the engine has none) and the
-tests of `ctc.rs` and `rnnt.rs` (those losses are not built).
+`ctc.rs` has its own file (`test_burn_ctc_vectors.py`). Not transcribed: the `display` tests
+(burn's `Display` of a module; the engine has none) and the tests of `rnnt.rs` (RNN-T is not
+built).
 
 burn's tests run on the default (non-autodiff) device unless their name says `ad`; so do these.
 """

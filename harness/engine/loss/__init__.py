@@ -1,5 +1,5 @@
 """Losses (reference-engine.md section 4): every loss of burn 0.22's `crates/burn-nn/src/loss/`
-but CTC and RNN-T, one module per family.
+but RNN-T, one module per family.
 
 Every loss is a composite of the core's primitive ops, in burn's op order, so its gradient comes
 from the core's backward table and its rounding follows burn's formula. Reduced losses return
@@ -17,6 +17,7 @@ from harness.engine.loss.binary_cross_entropy import (
     BinaryCrossEntropyLossConfig,
 )
 from harness.engine.loss.cross_entropy import CrossEntropyLoss, CrossEntropyLossConfig
+from harness.engine.loss.ctc import CTCLoss, CTCLossConfig
 from harness.engine.loss.embedding import (
     CosineEmbeddingLoss,
     CosineEmbeddingLossConfig,
@@ -56,6 +57,8 @@ from harness.engine.loss.regression import (
 __all__ = [
     "BinaryCrossEntropyLoss",
     "BinaryCrossEntropyLossConfig",
+    "CTCLoss",
+    "CTCLossConfig",
     "CosineEmbeddingLoss",
     "CosineEmbeddingLossConfig",
     "CrossEntropyLoss",
