@@ -15,6 +15,7 @@ from harness import engine
 from harness.engine import (
     CosineEmbeddingLoss,
     CosineEmbeddingLossConfig,
+    CrossEntropyLoss,
     Device,
     GaussianNLLLossConfig,
     HingeEmbeddingLossConfig,
@@ -22,6 +23,7 @@ from harness.engine import (
     KLDivLossConfig,
     LpLossConfig,
     MarginRankingLossConfig,
+    MseLoss,
     MultiMarginLossConfig,
     PoissonNllLossConfig,
     Reduction,
@@ -347,3 +349,13 @@ def test_mean_dims_folds_in_the_given_order():
     a = functional.mean_dims(x, [2, 0]).numpy()
     assert a.shape == (1, 3, 1)
     np.testing.assert_array_equal(a, x.mean_dim(2).mean_dim(0).numpy())
+
+
+def test_burns_new_constructors():
+    """burn's `MseLoss::new()`, `SoftMarginLoss::new()`, `CosineEmbeddingLoss::new()` and the
+    backward-compatible `CrossEntropyLoss::new(pad_index, device)`."""
+    assert isinstance(MseLoss.new(), MseLoss)
+    assert isinstance(SoftMarginLoss.new(), SoftMarginLoss)
+    assert CosineEmbeddingLoss.new().reduction is Reduction.Mean
+    assert CrossEntropyLoss.new(1, AD).pad_tokens == (1,)
+    assert CrossEntropyLoss.new(None, AD).pad_tokens is None

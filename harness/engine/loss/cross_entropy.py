@@ -113,6 +113,13 @@ class CrossEntropyLoss(Module):
         self.smoothing = smoothing
         self.logits = logits
 
+    @staticmethod
+    def new(pad_index: int | None, device) -> CrossEntropyLoss:
+        """burn's backward-compatible `CrossEntropyLoss::new(pad_index, device)`: the default
+        config with `pad_tokens=[pad_index]` when one is given."""
+        pad_tokens = None if pad_index is None else [pad_index]
+        return CrossEntropyLossConfig(pad_tokens=pad_tokens).init(device)
+
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         height = logits.shape[0]
         target_height = targets.shape[0]

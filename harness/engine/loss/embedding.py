@@ -88,6 +88,11 @@ class CosineEmbeddingLoss(Module):
         self.margin = margin
         self.reduction = reduction
 
+    @classmethod
+    def new(cls) -> CosineEmbeddingLoss:
+        """burn's `CosineEmbeddingLoss::new()` (margin 0, `Mean`), the same as `()`."""
+        return cls()
+
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         """The loss reduced by the config's reduction (`Mean`/`Auto` or `Sum`), shape `[1]`."""
         return mean_or_sum(self.forward_no_reduction(input1, input2, target), self.reduction)

@@ -100,6 +100,11 @@ class SoftMarginLoss(Module):
     loss is exactly 0 while PyTorch's is about `exp(-t * x)`; the gradients agree.
     """
 
+    @classmethod
+    def new(cls) -> SoftMarginLoss:
+        """burn's `SoftMarginLoss::new()` (the same as `SoftMarginLoss()`)."""
+        return cls()
+
     def forward(self, logits: Tensor, targets: Tensor, reduction) -> Tensor:
         """The reduced loss (`Mean`/`Auto` or `Sum`), shape `[1]`."""
         return mean_or_sum(self.forward_no_reduction(logits, targets), reduction)

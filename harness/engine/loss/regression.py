@@ -26,6 +26,11 @@ class MseLoss(Module):
     returns shape `[1]`.
     """
 
+    @classmethod
+    def new(cls) -> MseLoss:
+        """burn's `MseLoss::new()` (the same as `MseLoss()`)."""
+        return cls()
+
     def forward(self, logits: Tensor, targets: Tensor, reduction) -> Tensor:
         return mean_or_sum(self.forward_no_reduction(logits, targets), reduction)
 
