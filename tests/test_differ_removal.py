@@ -15,7 +15,7 @@ import pytest
 from harness import engine
 from harness.case import discover
 from harness.engine import lr_scheduler, optim
-from harness.engine.loss import CrossEntropyLoss
+from harness.engine.loss import CrossEntropyLoss, KLDivLoss, Reduction
 from harness.engine.module import params_of
 from harness.runner import check_case
 
@@ -29,6 +29,7 @@ TARGETS = {
     "grad_none": "differ:after_from_grads:torch~engine",
     "ops_consume": "differ:detach.require_grad:torch~engine",
     "cross_entropy_variants": "differ:pad.*:engine~torch",
+    "losses": "differ:kl_div.auto.*:engine~torch",
 }
 
 
@@ -140,6 +141,20 @@ def _pad_mean_over_kept_rows(monkeypatch):
     monkeypatch.setattr(CrossEntropyLoss, "_forward_default", forward_default)
 
 
+def _kl_auto_averages_every_element(monkeypatch):
+    """KL divergence's `Reduction.Auto` averages every element, as PyTorch's default "mean",
+    instead of burn's batch mean."""
+    forward = KLDivLoss.forward
+
+    @functools.wraps(forward)
+    def auto_as_mean(self, predictions, targets, reduction):
+        if reduction is Reduction.Auto:
+            reduction = Reduction.Mean
+        return forward(self, predictions, targets, reduction)
+
+    monkeypatch.setattr(KLDivLoss, "forward", auto_as_mean)
+
+
 REMOVALS = {
     "optimizer_state": _no_dampening_by_default,
     "grad_clipping": _global_norm_clipping,
@@ -147,6 +162,7 @@ REMOVALS = {
     "grad_none": _from_grads_copies,
     "ops_consume": _detach_drops_require_grad,
     "cross_entropy_variants": _pad_mean_over_kept_rows,
+    "losses": _kl_auto_averages_every_element,
 }
 
 

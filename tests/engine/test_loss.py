@@ -299,3 +299,34 @@ def test_bce_shape_and_class_count_assertions():
 def test_bce_defaults_to_probabilities():
     assert BinaryCrossEntropyLossConfig().logits is False
     assert CrossEntropyLossConfig().logits is True
+
+
+def test_bce_logits_follow_flex_log_sigmoid_for_confident_logits():
+    """flex's `log_sigmoid` is `-ln_1p(exp(-x))`: a correct logit of 20..80 costs about
+    exp(-x), as in PyTorch, not exactly 0 (burn's default backend formula, the engine before)."""
+    logits = np.array([17.0, 20.0, 30.0, 50.0, 80.0], dtype=np.float32)
+    targets = np.ones(5, dtype=np.int64)
+    loss, grad = engine_bce(BinaryCrossEntropyLossConfig(logits=True), logits, targets)
+    tloss, _ = torch_bce(F.binary_cross_entropy_with_logits, logits, targets)
+    assert loss[0] > 0
+    np.testing.assert_allclose(loss[0], tloss, rtol=1e-6)
+    x = logits.astype(np.float64)
+    np.testing.assert_allclose(loss[0], np.log1p(np.exp(-x)).mean(), rtol=1e-6)
+    # d/dx of (1 - t) x - log_sigmoid(x) with t = 1: -sigmoid(-x) / n, tiny but not 0
+    np.testing.assert_allclose(grad, -1 / (1 + np.exp(x)) / 5, rtol=1e-6)
+
+
+def test_empty_pad_tokens_raise_at_forward_like_burn():
+    """burn indexes `pad_tokens[0]` in `padding_mask`: an empty list panics at forward."""
+    loss = CrossEntropyLossConfig(pad_tokens=[]).init(AD)  # init accepts it, as burn's does
+    for smoothing in (None, 0.1):
+        loss = CrossEntropyLossConfig(pad_tokens=[], smoothing=smoothing).init(AD)
+        with pytest.raises(IndexError) as info:
+            loss.forward(Tensor.from_numpy(LOGITS, AD), Tensor.from_numpy(TARGETS, AD))
+        assert str(info.value) == "index out of bounds: the len is 0 but the index is 0"
+
+
+@pytest.mark.parametrize("pad_tokens", [[-1], [1.5], [True]])
+def test_pad_tokens_must_be_non_negative_integers(pad_tokens):
+    with pytest.raises(TypeError, match="pad_tokens must be non-negative integers"):
+        CrossEntropyLossConfig(pad_tokens=pad_tokens).init(AD)
