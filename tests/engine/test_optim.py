@@ -432,7 +432,7 @@ def test_step_takes_the_used_gradients_out_like_burns_move():
 
 
 def test_update_without_temporary_rounds_like_tensor_minus_delta_times_lr():
-    from harness.engine.optim import _sub_scaled
+    from harness.engine.optim.base import sub_scaled as _sub_scaled
 
     rng = np.random.default_rng(5)
     for dtype in (np.float32, np.float64):
