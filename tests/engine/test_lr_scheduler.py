@@ -37,9 +37,8 @@ def linear_formula(initial, final, num_iters, k):
 
 
 def cosine_formula(initial, num_iters, min_lr, k):
-    # burn restarts after num_iters (period num_iters + 1); within a period the spec formula.
-    i = (k - 1) % (num_iters + 1)
-    return min_lr + (initial - min_lr) * (1 + math.cos(math.pi * i / num_iters)) / 2
+    # burn 0.22 (PR #5191) does not restart: the spec formula for every call.
+    return min_lr + (initial - min_lr) * (1 + math.cos(math.pi * (k - 1) / num_iters)) / 2
 
 
 def noam_formula(factor, warmup, model_size, k):
@@ -69,13 +68,16 @@ def test_linear_reaches_final_at_call_n_plus_1_then_constant(initial, final, num
     assert set(got[num_iters:]) == {final}
 
 
-def test_cosine_annealing_matches_formula_and_restarts():
+def test_cosine_annealing_matches_formula_and_does_not_restart():
     initial, num_iters, min_lr = 0.5, 4, 0.1
     got = run(CosineAnnealingLrSchedulerConfig(initial, num_iters, min_lr=min_lr).init())
     want = [cosine_formula(initial, num_iters, min_lr, k) for k in range(1, N + 1)]
     assert got == pytest.approx(want, rel=1e-12)
     assert got[num_iters] == pytest.approx(min_lr)  # call n + 1 reaches the minimum
-    assert got[num_iters + 1] == pytest.approx(initial)  # then burn restarts
+    # burn 0.21 restarted here (call n + 2 gave the initial LR); 0.22 follows the cosine up.
+    assert got[num_iters + 1] == pytest.approx(cosine_formula(initial, num_iters, min_lr, 6))
+    assert got[num_iters + 1] < initial
+    assert got[2 * num_iters] == pytest.approx(initial)  # back at the top at call 2n + 1
 
 
 def test_cosine_min_lr_defaults_to_zero():
