@@ -253,3 +253,65 @@ def test_config_builder_methods():
     assert config.min_lr == 0.1
     with pytest.raises(AttributeError):
         config.with_nonexistent(1)
+
+
+# ---- composed children (burn's `composed.rs` builders) -------------------------------------
+
+
+def test_composed_takes_constant_step_and_composed_children():
+    inner = ComposedLrSchedulerConfig(reduction=SchedulerReduction.Sum).constant(0.1).constant(0.2)
+    config = (
+        ComposedLrSchedulerConfig()
+        .constant(0.5)
+        .step(StepLrSchedulerConfig(0.4, 2, gamma=0.5))
+        .composed(inner)
+    )
+    got = run(config.init(), 6)
+    want = [0.5 * (0.4 * 0.5 ** ((k - 1) // 2)) * (0.1 + 0.2) for k in range(1, 7)]
+    assert got == pytest.approx(want, rel=1e-14)
+
+
+def test_a_bare_float_child_is_a_constant_rate():
+    # burn's `LrSchedulerConfig::Constant(lr)`; this used to fail at init() (AttributeError).
+    config = ComposedLrSchedulerConfig(schedulers=(0.5, LinearLrSchedulerConfig(0.9, 0.5, 4)))
+    want = [0.5 * linear_formula(0.9, 0.5, 4, k) for k in range(1, N + 1)]
+    assert run(config.init()) == pytest.approx(want, rel=1e-14)
+    sequential = SequentialLrSchedulerConfig([0.3, ExponentialLrSchedulerConfig(0.5, 0.5)], [2])
+    assert run(sequential.init(), 4) == pytest.approx([0.3, 0.3, 0.5, 0.25])
+
+
+def test_a_child_that_is_neither_float_nor_config_is_named_in_the_error():
+    with pytest.raises(TypeError) as info:
+        ComposedLrSchedulerConfig(schedulers=(0.5, "0.1")).init()
+    assert str(info.value) == (
+        "ComposedLrSchedulerConfig: scheduler 1 is a str, expected a float (a constant LR) or "
+        "a scheduler config"
+    )
+
+
+def test_custom_scheduler_joins_a_composed_one():
+    composed = ComposedLrSchedulerConfig().constant(0.5).init()
+    composed.with_custom_scheduler(ConstantLr(0.2))
+    assert run(composed, 2) == pytest.approx([0.1, 0.1])
+
+
+def test_records_resume_composed_children():
+    def make():
+        return (
+            ComposedLrSchedulerConfig()
+            .linear(LinearLrSchedulerConfig(0.9, 0.5, 4))
+            .cosine(CosineAnnealingLrSchedulerConfig(0.5, 3))
+            .init()
+        )
+
+    scheduler, truth = make(), make()
+    run(scheduler, 3)
+    run(truth, 3)
+    record = scheduler.to_record()
+    assert record == {"0.remaining_iters": 2, "1.current_iter": 2}
+    assert run(make().load_record(record), 5) == run(truth, 5)
+
+
+def test_build_is_init():
+    config = CosineAnnealingLrSchedulerConfig(0.5, 4)
+    assert run(config.build()) == run(config.init())
