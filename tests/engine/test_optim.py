@@ -502,3 +502,13 @@ def test_init_hands_every_config_field_but_clipping_to_the_optimizer(config):
         if f.name not in ("grad_clipping", "gradient_clipping")
     }
     assert {f.name: getattr(optim, f.name) for f in dataclasses.fields(optim)} == wanted
+
+
+def test_from_params_takes_only_the_listed_params():
+    # burn's `GradientsParams::from_params(grads, module, &[ids])` (grads.rs).
+    model, x, y = a1_engine(AD)
+    raw = engine_loss(model, x, y).backward()
+    wanted = [model.fc2.weight.id, model.fc1.bias.id]
+    grads = GradientsParams.from_params(raw, model, wanted)
+    assert grads.ids() == [model.fc1.bias.id, model.fc2.weight.id]  # visit order
+    assert model.fc1.weight.val().grad(raw) is not None  # not taken

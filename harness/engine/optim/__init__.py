@@ -1,7 +1,7 @@
 """Gradients per ParamId, gradient clipping and the optimizers of burn-optim
 (reference-engine.md sections 5 and 6), one file per burn file: `grads` (GradientsParams,
 GradientsAccumulator), `clipping`, `base` (ModuleOptimizer, shared configs, in-place helpers),
-`sgd`, `adam` (Adam, AdamW), `rmsprop`, `adagrad`, `adan`, `muon`.
+`sgd`, `adam` (Adam, AdamW), `rmsprop`, `adagrad`, `adan`, `muon`, `lbfgs`.
 
 An optimizer is built without params: `SgdConfig(...).init()` returns a `ModuleOptimizer` whose
 `step(lr, module, grads)` walks the module's params in order and returns the **updated module**.
@@ -48,11 +48,13 @@ from harness.engine.optim.base import (
 )
 from harness.engine.optim.clipping import GradientClipping, GradientClippingConfig
 from harness.engine.optim.grads import GradientsAccumulator, GradientsParams
+from harness.engine.optim.lbfgs import LBFGS, LBFGSConfig, LBFGSState, LineSearchFn
 from harness.engine.optim.muon import AdjustLrFn, Muon, MuonConfig
 from harness.engine.optim.rmsprop import RmsProp, RmsPropConfig, RmsPropState
 from harness.engine.optim.sgd import Sgd, SgdConfig, SgdState
 
 __all__ = [
+    "LBFGS",
     "AdaGrad",
     "AdaGradConfig",
     "AdaGradState",
@@ -69,6 +71,9 @@ __all__ = [
     "GradientClippingConfig",
     "GradientsAccumulator",
     "GradientsParams",
+    "LBFGSConfig",
+    "LBFGSState",
+    "LineSearchFn",
     "ModuleOptimizer",
     "MomentumConfig",
     "Muon",

@@ -48,10 +48,20 @@ class GradientsParams:
     @classmethod
     def from_module(cls, grads: Gradients, module: Module) -> GradientsParams:
         """Same as `from_grads` (burn's variant taking `&mut Gradients`)."""
+        return cls._take(grads, params_of(module))
+
+    @classmethod
+    def from_params(cls, grads: Gradients, module: Module, params) -> GradientsParams:
+        """Like `from_module`, for the params of `module` whose ids are in `params` only."""
+        wanted = set(params)
+        return cls._take(grads, [p for p in params_of(module) if p.id in wanted])
+
+    @classmethod
+    def _take(cls, grads: Gradients, params) -> GradientsParams:
         out = cls()
         container = out._grads
         take = grads._grads.pop
-        for param in params_of(module):
+        for param in params:
             # `param.grad_remove(grads)`, inlined: this runs for every param at every step.
             node = param._value._node
             if node is None:
