@@ -174,6 +174,35 @@ def test_removing_the_behaviour_fails_the_differ(case_name, tmp_path, monkeypatc
     assert result.message == VANISHED
 
 
+def _pytorch_bias_corrections(monkeypatch):
+    """Adam with PyTorch's formula: f64 betas and f64 bias corrections `1 - beta**t`."""
+    from harness.engine.optim.adam import Adam, AdaptiveMomentumState
+
+    def update(self, lr, tensor, grad, state):
+        dt = tensor.dtype.type
+        b1, b2 = self.beta_1, self.beta_2
+        if state is None:
+            state = AdaptiveMomentumState(0, np.zeros_like(grad), np.zeros_like(grad))
+        state.time += 1
+        state.moment_1 = state.moment_1 * dt(b1) + grad * dt(1 - b1)
+        state.moment_2 = state.moment_2 * dt(b2) + np.square(grad) * dt(1 - b2)
+        bc1, bc2 = 1 - b1**state.time, 1 - b2**state.time
+        denom = np.sqrt(state.moment_2) / dt(bc2**0.5) + dt(self.epsilon)
+        return tensor - state.moment_1 / denom * dt(lr / bc1), state
+
+    monkeypatch.setattr(Adam, "update", update)
+
+
+def test_pytorch_bias_corrections_remove_the_adam_formula_differ(tmp_path, monkeypatch):
+    """The `long` Adam gap is burn's float32 bias corrections: with PyTorch's formula in the
+    engine, float32 and float64 runs alike agree with PyTorch's, and the differ vanishes (the
+    case run itself shows that it holds without the patch)."""
+    _pytorch_bias_corrections(monkeypatch)
+    result = _result("optimizer_state", "differ:long.*.adam.params:torch~engine", tmp_path)
+    assert not result.ok
+    assert result.message == VANISHED
+
+
 def test_every_shifted_scheduler_loses_its_differ(tmp_path, monkeypatch):
     """Not only linear: with the shift removed, every scheduler's shift check fails."""
     _no_first_step_shift(monkeypatch)

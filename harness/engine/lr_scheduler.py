@@ -1,9 +1,14 @@
-"""The eight learning-rate schedulers of burn-optim (reference-engine.md section 7).
+"""The learning-rate schedulers of burn-optim (reference-engine.md section 7; burn's
+`crates/burn-optim/src/lr_scheduler/*.rs`, read at burn commit
+2c06be351006851d42fdb6df16b976f4a82d9747).
 
 Each config is named as burn's type and takes burn's fields (snake_case, same order as burn's
-`new(...)` plus the defaulted fields as keywords). `init()` validates and raises `ValueError`
-with burn's message where burn's `init()` returns `Err(String)`; it returns a scheduler whose
-`step()` advances and returns the learning rate to use *now*.
+`new(...)` plus the defaulted fields as keywords). `build()` (burn's) and `init()` validate and
+raise `ValueError` with burn's message where burn returns `Err(String)`; both return a scheduler
+whose `step()` advances and returns the learning rate to use *now* (burn's `init()` wraps it in
+a `ModuleLrScheduler` for per-group rates, which the engine does not have). Schedulers have
+burn's `to_record()` / `load_record(record)` (a dict of burn's state scalars; composed and
+sequential children under `"0."`, `"1."`, ...).
 
 PyTorch divergence (documented, see the `lr_schedulers` case): burn's `step()` is called
 *before* the optimizer step and its **first call returns the initial LR**; PyTorch's
@@ -19,6 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import ClassVar
 
 from harness.engine.module import Config
 
@@ -56,6 +62,10 @@ MODEL_SIZE_ZERO = "Model size must be greater than 0"
 NO_SCHEDULERS = "At least one scheduler is required"
 MILESTONE_COUNT = "The number of milestones must be one less than the number of schedulers"
 MILESTONE_ORDER = "Milestones must be greater than zero and strictly increasing"
+STEP_OVERFLOW = "`.step()` should be called no more than `i32::MAX + 1` times"
+
+USIZE_MAX = 2**64 - 1
+I32_MAX = 2**31 - 1
 
 
 def powi(base, exp: int):
@@ -87,15 +97,33 @@ def _check_num_iters(num_iters: int) -> None:
 
 
 class LrScheduler:
-    """Base of every scheduler: `step()` advances and returns the LR to use now."""
+    """Base of every scheduler: `step()` advances and returns the LR to use now.
+
+    `_state` maps burn's record keys to the attributes holding them.
+    """
+
+    _state: ClassVar[dict[str, str]] = {}
 
     def step(self) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def to_record(self) -> dict:
+        """burn's `to_record()`: the scheduler's state scalars by burn's names."""
+        return {key: getattr(self, attr) for key, attr in self._state.items()}
+
+    def load_record(self, record: dict) -> LrScheduler:
+        """burn's `load_record`: resume from `record` (keys absent from it are kept);
+        returns this scheduler."""
+        for key, attr in self._state.items():
+            if key in record:
+                setattr(self, attr, record[key])
+        return self
+
 
 @dataclass
 class ConstantLr(LrScheduler):
-    """A constant learning rate (burn's `ConstantLr`; a bare float works the same)."""
+    """A constant learning rate (burn's `ConstantLr`; a bare float child of a composed or
+    sequential config works the same). No state."""
 
     lr: float
 
@@ -114,13 +142,15 @@ class LinearLrSchedulerConfig(Config):
     final_lr: float
     num_iters: int
 
-    def init(self) -> LinearLrScheduler:
+    def build(self) -> LinearLrScheduler:
         _check_initial_lr(self.initial_lr)
         if self.final_lr < 0.0 or self.final_lr > 1.0:
             raise ValueError(FINAL_LR_RANGE)
         _check_num_iters(self.num_iters)
         step_size = (self.final_lr - self.initial_lr) / float(self.num_iters)
         return LinearLrScheduler(self.final_lr, step_size, self.num_iters + 1)
+
+    init = build
 
 
 @dataclass
@@ -130,6 +160,8 @@ class LinearLrScheduler(LrScheduler):
     final_lr: float
     step_size: float
     remaining_iters: int
+
+    _state: ClassVar[dict[str, str]] = {"remaining_iters": "remaining_iters"}
 
     def step(self) -> float:
         if self.remaining_iters != 0:
@@ -142,38 +174,47 @@ class LinearLrScheduler(LrScheduler):
 
 @dataclass(frozen=True)
 class CosineAnnealingLrSchedulerConfig(Config):
-    """`min + 0.5 (initial - min) (1 + cos(pi * i / num_iters))`, i = 0, 1, ...
+    """`min + 0.5 (initial - min) (1 + cos(pi * i / num_iters))`, i = 0, 1, 2, ... without
+    restarts: past `num_iters` the LR follows the cosine back up (`initial_lr` again at
+    `i = 2 num_iters`), as PyTorch's `CosineAnnealingLR` does.
 
-    burn restarts: `i` runs modulo `num_iters + 1`, so call `num_iters + 2` returns
-    `initial_lr` again (SGDR warm restarts). PyTorch's `CosineAnnealingLR` instead keeps
-    following the cosine past `T_max` (it rises back slowly).
+    burn 0.21 restarted (`i` modulo `num_iters + 1`); burn PR #5191 ("remove erroneous restart
+    in CosineAnnealingLrScheduler", first in v0.22.0-pre.1) made the counter a plain
+    `wrapping_add(1)`: `cosine.rs` `test_lr_change` expects 0.5, 0.3, 0.1, 0.3, 0.5 for
+    (initial 0.5, min 0.1, n 2) at commit 2c06be351006851d42fdb6df16b976f4a82d9747.
+    The only PyTorch difference is the first-call shift of every scheduler (module docstring).
     """
 
     initial_lr: float
     num_iters: int
     min_lr: float = 0.0
 
-    def init(self) -> CosineAnnealingLrScheduler:
+    def build(self) -> CosineAnnealingLrScheduler:
         _check_initial_lr(self.initial_lr)
         if self.min_lr < 0.0 or self.min_lr > self.initial_lr:
             raise ValueError(MIN_LR_RANGE)
         _check_num_iters(self.num_iters)
         return CosineAnnealingLrScheduler(self.min_lr, self.initial_lr, self.num_iters)
 
+    init = build
+
 
 @dataclass
 class CosineAnnealingLrScheduler(LrScheduler):
-    """burn starts `current_iter` at usize::MAX so the first (wrapping) increment gives 0."""
+    """burn starts `current_iter` at usize::MAX so the first (wrapping) increment gives 0; it
+    then only counts up (no restart)."""
 
     min_lr: float
     max_lr: float
     num_iters: int
-    current_iter: int = field(default=-1, init=False)
+    current_iter: int = field(default=USIZE_MAX, init=False)
 
     def step(self) -> float:
-        self.current_iter = (self.current_iter + 1) % (self.num_iters + 1)
+        self.current_iter = (self.current_iter + 1) & USIZE_MAX  # `wrapping_add(1)`
         angle = float(self.current_iter) / float(self.num_iters) * math.pi
         return self.min_lr + 0.5 * (self.max_lr - self.min_lr) * (1.0 + math.cos(angle))
+
+    _state: ClassVar[dict[str, str]] = {"current_iter": "current_iter"}
 
 
 # ---- exponential --------------------------------------------------------------------------
@@ -187,11 +228,13 @@ class ExponentialLrSchedulerConfig(Config):
     initial_lr: float
     gamma: float
 
-    def init(self) -> ExponentialLrScheduler:
+    def build(self) -> ExponentialLrScheduler:
         _check_initial_lr(self.initial_lr)
         if self.gamma <= 0.0 or self.gamma > 1.0:
             raise ValueError(GAMMA_RANGE)
         return ExponentialLrScheduler(self.initial_lr / self.gamma, self.gamma)
+
+    init = build
 
 
 @dataclass
@@ -200,6 +243,7 @@ class ExponentialLrScheduler(LrScheduler):
 
     previous_lr: float
     gamma: float
+    _state: ClassVar[dict[str, str]] = {"previous_lr": "previous_lr"}
 
     def step(self) -> float:
         self.previous_lr *= self.gamma
@@ -218,22 +262,28 @@ class StepLrSchedulerConfig(Config):
     step_size: int
     gamma: float = 0.1
 
-    def init(self) -> StepLrScheduler:
+    def build(self) -> StepLrScheduler:
         if self.step_size == 0:
             raise ValueError(STEP_SIZE_ZERO)
         return StepLrScheduler(self.initial_lr, self.step_size, self.gamma)
 
+    init = build
+
 
 @dataclass
 class StepLrScheduler(LrScheduler):
-    """Keeps burn's `iter_idx` starting at -1 and its integer power (`f64::powi`)."""
+    """Keeps burn's `iter_idx` (an i32 starting at -1) and its integer power (`f64::powi`);
+    the call after `iter_idx` reached `i32::MAX` raises `OverflowError` (burn panics)."""
 
     init_lr: float
     step_size: int
     gamma: float
     iter_idx: int = field(default=-1, init=False)
+    _state: ClassVar[dict[str, str]] = {"iter_idx": "iter_idx"}
 
     def step(self) -> float:
+        if self.iter_idx >= I32_MAX:
+            raise OverflowError(STEP_OVERFLOW)
         self.iter_idx += 1
         return self.init_lr * powi(self.gamma, self.iter_idx // self.step_size)
 
@@ -250,12 +300,14 @@ class NoamLrSchedulerConfig(Config):
     warmup_steps: int = 4000
     model_size: int = 512
 
-    def init(self) -> NoamLrScheduler:
+    def build(self) -> NoamLrScheduler:
         if self.warmup_steps == 0:
             raise ValueError(WARMUP_ZERO)
         if self.model_size == 0:
             raise ValueError(MODEL_SIZE_ZERO)
         return NoamLrScheduler(float(self.warmup_steps), float(self.model_size), self.factor)
+
+    init = build
 
 
 @dataclass
@@ -266,6 +318,7 @@ class NoamLrScheduler(LrScheduler):
     embedding_size: float
     factor: float
     step_count: float = field(default=0.0, init=False)
+    _state: ClassVar[dict[str, str]] = {"step": "step_count"}
 
     def step(self) -> float:
         self.step_count += 1.0
@@ -285,27 +338,61 @@ class SchedulerReduction(Enum):
     Prod = "prod"
 
 
+def _build_child(owner: str, index: int, config) -> LrScheduler:
+    """burn's `LrSchedulerConfig::build`: a float is a constant LR, a config is built."""
+    if isinstance(config, (int, float)) and not isinstance(config, bool):
+        return ConstantLr(float(config))
+    build = getattr(config, "build", None)
+    if build is None:
+        raise TypeError(
+            f"{owner}: scheduler {index} is a {type(config).__name__}, expected a float "
+            "(a constant LR) or a scheduler config"
+        )
+    return build()
+
+
+def _children_record(schedulers: list[LrScheduler]) -> dict:
+    """burn's `with_record(index, child)`: each child's keys under `"<index>."`."""
+    return {
+        f"{index}.{key}": value
+        for index, child in enumerate(schedulers)
+        for key, value in child.to_record().items()
+    }
+
+
+def _load_children(schedulers: list[LrScheduler], record: dict) -> None:
+    """burn's `record(index)`: each child reads the keys under its prefix."""
+    for index, child in enumerate(schedulers):
+        prefix = f"{index}."
+        child.load_record({k[len(prefix) :]: v for k, v in record.items() if k.startswith(prefix)})
+
+
 @dataclass(frozen=True)
 class ComposedLrSchedulerConfig(Config):
     """Combines children (product by default); every child is stepped at every call.
 
-    Build it as burn does, `ComposedLrSchedulerConfig().linear(a).cosine(b)`, or pass
-    `schedulers=[...]`.
+    Build it as burn does, `ComposedLrSchedulerConfig().linear(a).cosine(b).constant(0.5)`,
+    or pass `schedulers=[...]` (configs, or floats for constant rates).
     """
 
     schedulers: tuple = field(default=())
     reduction: SchedulerReduction = SchedulerReduction.Prod
 
-    def _push(self, config: Config) -> ComposedLrSchedulerConfig:
+    def _push(self, config) -> ComposedLrSchedulerConfig:
         """A copy with `config` appended (burn's builder methods take and return the config)."""
         return self.with_schedulers((*self.schedulers, config))
 
-    # burn has one builder per child type; Python needs no dispatch, so all four append.
-    linear = cosine = exponential = noam = _push
+    # burn has one builder per child type (`constant` takes the LR itself); Python needs no
+    # dispatch, so all of them append.
+    constant = linear = cosine = exponential = noam = step = composed = _push
 
-    def init(self) -> ComposedLrScheduler:
-        children = [config.init() for config in self.schedulers]
+    def build(self) -> ComposedLrScheduler:
+        children = [
+            _build_child("ComposedLrSchedulerConfig", i, c) for i, c in enumerate(self.schedulers)
+        ]
         return ComposedLrScheduler(children, self.reduction)
+
+    init = build
 
 
 @dataclass
@@ -314,6 +401,11 @@ class ComposedLrScheduler(LrScheduler):
 
     schedulers: list[LrScheduler]
     reduction: SchedulerReduction
+
+    def with_custom_scheduler(self, scheduler: LrScheduler) -> ComposedLrScheduler:
+        """Append a scheduler object (burn's `with_custom_scheduler`); returns self."""
+        self.schedulers.append(scheduler)
+        return self
 
     def step(self) -> float:
         reduction = self.reduction
@@ -329,6 +421,13 @@ class ComposedLrScheduler(LrScheduler):
                 acc = acc * lr
         return acc
 
+    def to_record(self) -> dict:
+        return _children_record(self.schedulers)
+
+    def load_record(self, record: dict) -> ComposedLrScheduler:
+        _load_children(self.schedulers, record)
+        return self
+
 
 # ---- sequential ---------------------------------------------------------------------------
 
@@ -337,12 +436,13 @@ class ComposedLrScheduler(LrScheduler):
 class SequentialLrSchedulerConfig(Config):
     """Runs children one after another; `milestones[i]` is the number of completed calls at
     which child `i + 1` takes over. Only the active child is stepped, so each child starts
-    from its own first value (PyTorch's `SequentialLR` behaves the same way)."""
+    from its own first value (PyTorch's `SequentialLR` behaves the same way). Children are
+    configs, or floats for constant rates."""
 
-    schedulers: Sequence[Config]
+    schedulers: Sequence
     milestones: Sequence[int]
 
-    def init(self) -> SequentialLrScheduler:
+    def build(self) -> SequentialLrScheduler:
         milestones = list(self.milestones)
         if not self.schedulers:
             raise ValueError(NO_SCHEDULERS)
@@ -351,8 +451,12 @@ class SequentialLrSchedulerConfig(Config):
         for index, milestone in enumerate(milestones):
             if milestone == 0 or (index > 0 and milestone <= milestones[index - 1]):
                 raise ValueError(MILESTONE_ORDER)
-        children = [config.init() for config in self.schedulers]
+        children = [
+            _build_child("SequentialLrSchedulerConfig", i, c) for i, c in enumerate(self.schedulers)
+        ]
         return SequentialLrScheduler(children, milestones)
+
+    init = build
 
 
 @dataclass
@@ -362,9 +466,18 @@ class SequentialLrScheduler(LrScheduler):
     schedulers: list[LrScheduler]
     milestones: list[int]
     step_count: int = field(default=0, init=False)
+    _state: ClassVar[dict[str, str]] = {"step": "step_count"}
 
     def step(self) -> float:
         index = sum(1 for milestone in self.milestones if self.step_count >= milestone)
         lr = self.schedulers[index].step()
         self.step_count += 1
         return lr
+
+    def to_record(self) -> dict:
+        return {**super().to_record(), **_children_record(self.schedulers)}
+
+    def load_record(self, record: dict) -> SequentialLrScheduler:
+        super().load_record(record)
+        _load_children(self.schedulers, record)
+        return self

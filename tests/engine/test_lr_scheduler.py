@@ -37,9 +37,8 @@ def linear_formula(initial, final, num_iters, k):
 
 
 def cosine_formula(initial, num_iters, min_lr, k):
-    # burn restarts after num_iters (period num_iters + 1); within a period the spec formula.
-    i = (k - 1) % (num_iters + 1)
-    return min_lr + (initial - min_lr) * (1 + math.cos(math.pi * i / num_iters)) / 2
+    # burn 0.22 (PR #5191) does not restart: the spec formula for every call.
+    return min_lr + (initial - min_lr) * (1 + math.cos(math.pi * (k - 1) / num_iters)) / 2
 
 
 def noam_formula(factor, warmup, model_size, k):
@@ -69,13 +68,16 @@ def test_linear_reaches_final_at_call_n_plus_1_then_constant(initial, final, num
     assert set(got[num_iters:]) == {final}
 
 
-def test_cosine_annealing_matches_formula_and_restarts():
+def test_cosine_annealing_matches_formula_and_does_not_restart():
     initial, num_iters, min_lr = 0.5, 4, 0.1
     got = run(CosineAnnealingLrSchedulerConfig(initial, num_iters, min_lr=min_lr).init())
     want = [cosine_formula(initial, num_iters, min_lr, k) for k in range(1, N + 1)]
     assert got == pytest.approx(want, rel=1e-12)
     assert got[num_iters] == pytest.approx(min_lr)  # call n + 1 reaches the minimum
-    assert got[num_iters + 1] == pytest.approx(initial)  # then burn restarts
+    # burn 0.21 restarted here (call n + 2 gave the initial LR); 0.22 follows the cosine up.
+    assert got[num_iters + 1] == pytest.approx(cosine_formula(initial, num_iters, min_lr, 6))
+    assert got[num_iters + 1] < initial
+    assert got[2 * num_iters] == pytest.approx(initial)  # back at the top at call 2n + 1
 
 
 def test_cosine_min_lr_defaults_to_zero():
@@ -251,3 +253,65 @@ def test_config_builder_methods():
     assert config.min_lr == 0.1
     with pytest.raises(AttributeError):
         config.with_nonexistent(1)
+
+
+# ---- composed children (burn's `composed.rs` builders) -------------------------------------
+
+
+def test_composed_takes_constant_step_and_composed_children():
+    inner = ComposedLrSchedulerConfig(reduction=SchedulerReduction.Sum).constant(0.1).constant(0.2)
+    config = (
+        ComposedLrSchedulerConfig()
+        .constant(0.5)
+        .step(StepLrSchedulerConfig(0.4, 2, gamma=0.5))
+        .composed(inner)
+    )
+    got = run(config.init(), 6)
+    want = [0.5 * (0.4 * 0.5 ** ((k - 1) // 2)) * (0.1 + 0.2) for k in range(1, 7)]
+    assert got == pytest.approx(want, rel=1e-14)
+
+
+def test_a_bare_float_child_is_a_constant_rate():
+    # burn's `LrSchedulerConfig::Constant(lr)`; this used to fail at init() (AttributeError).
+    config = ComposedLrSchedulerConfig(schedulers=(0.5, LinearLrSchedulerConfig(0.9, 0.5, 4)))
+    want = [0.5 * linear_formula(0.9, 0.5, 4, k) for k in range(1, N + 1)]
+    assert run(config.init()) == pytest.approx(want, rel=1e-14)
+    sequential = SequentialLrSchedulerConfig([0.3, ExponentialLrSchedulerConfig(0.5, 0.5)], [2])
+    assert run(sequential.init(), 4) == pytest.approx([0.3, 0.3, 0.5, 0.25])
+
+
+def test_a_child_that_is_neither_float_nor_config_is_named_in_the_error():
+    with pytest.raises(TypeError) as info:
+        ComposedLrSchedulerConfig(schedulers=(0.5, "0.1")).init()
+    assert str(info.value) == (
+        "ComposedLrSchedulerConfig: scheduler 1 is a str, expected a float (a constant LR) or "
+        "a scheduler config"
+    )
+
+
+def test_custom_scheduler_joins_a_composed_one():
+    composed = ComposedLrSchedulerConfig().constant(0.5).init()
+    composed.with_custom_scheduler(ConstantLr(0.2))
+    assert run(composed, 2) == pytest.approx([0.1, 0.1])
+
+
+def test_records_resume_composed_children():
+    def make():
+        return (
+            ComposedLrSchedulerConfig()
+            .linear(LinearLrSchedulerConfig(0.9, 0.5, 4))
+            .cosine(CosineAnnealingLrSchedulerConfig(0.5, 3))
+            .init()
+        )
+
+    scheduler, truth = make(), make()
+    run(scheduler, 3)
+    run(truth, 3)
+    record = scheduler.to_record()
+    assert record == {"0.remaining_iters": 2, "1.current_iter": 2}
+    assert run(make().load_record(record), 5) == run(truth, 5)
+
+
+def test_build_is_init():
+    config = CosineAnnealingLrSchedulerConfig(0.5, 4)
+    assert run(config.build()) == run(config.init())

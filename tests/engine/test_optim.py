@@ -15,12 +15,15 @@ from harness.engine import (
     AdaGradConfig,
     AdamConfig,
     AdamWConfig,
+    AdanConfig,
+    AdjustLrFn,
     CrossEntropyLossConfig,
     Device,
     GradientClippingConfig,
     GradientsAccumulator,
     GradientsParams,
     MomentumConfig,
+    MuonConfig,
     Param,
     RmsPropConfig,
     SgdConfig,
@@ -251,6 +254,12 @@ ALIGNED = [
         0.01,
     ),
     (
+        "adamw_amsgrad",
+        AdamWConfig(weight_decay=0.1, amsgrad=True),
+        lambda p, lr: torch.optim.AdamW(p, lr=lr, eps=1e-5, weight_decay=0.1, amsgrad=True),
+        0.01,
+    ),
+    (
         "rmsprop",
         RmsPropConfig(weight_decay=WeightDecayConfig(0.01)),
         lambda p, lr: torch.optim.RMSprop(p, lr=lr, eps=1e-5, momentum=0.9, weight_decay=0.01),
@@ -358,6 +367,11 @@ def test_burn_defaults_are_the_documented_ones():
     rms = RmsPropConfig()
     assert (rms.alpha, rms.momentum, rms.epsilon, rms.centered) == (0.99, 0.9, 1e-5, False)
     assert (AdaGradConfig().lr_decay, AdaGradConfig().epsilon) == (0.0, 1e-5)
+    assert not AdamWConfig().amsgrad
+    adan = AdanConfig()
+    assert (adan.beta_1, adan.beta_2, adan.beta_3, adan.epsilon) == (0.98, 0.92, 0.99, 1e-8)
+    assert (adan.weight_decay, adan.no_prox, adan.grad_clipping) == (0.0, False, None)
+    assert MuonConfig().adjust_lr_fn is AdjustLrFn.Original
 
 
 # ---- gradient clipping --------------------------------------------------------------------
@@ -432,7 +446,7 @@ def test_step_takes_the_used_gradients_out_like_burns_move():
 
 
 def test_update_without_temporary_rounds_like_tensor_minus_delta_times_lr():
-    from harness.engine.optim import _sub_scaled
+    from harness.engine.optim.base import sub_scaled as _sub_scaled
 
     rng = np.random.default_rng(5)
     for dtype in (np.float32, np.float64):
@@ -445,6 +459,12 @@ def test_update_without_temporary_rounds_like_tensor_minus_delta_times_lr():
             got = _sub_scaled(tensor, delta, lr)
             assert got.dtype == dtype
             assert got.tobytes() == want.tobytes()
+
+
+def test_clipping_config_reaches_the_new_optimizers():
+    optim = AdanConfig(grad_clipping=GradientClippingConfig.value(0.5)).init()
+    assert optim.has_gradient_clipping()
+    assert not MuonConfig().init().has_gradient_clipping()  # burn's MuonConfig has no clipping
 
 
 def test_adamw_cautious_decay_skips_weights_whose_sign_differs_from_the_first_moment():
@@ -465,16 +485,30 @@ def test_adamw_cautious_decay_skips_weights_whose_sign_differs_from_the_first_mo
         SgdConfig(WeightDecayConfig(0.5), MomentumConfig(0.7, 0.2, True)),
         AdamConfig(0.8, 0.99, 1e-3, True, WeightDecayConfig(0.5)),
         AdamWConfig(0.8, 0.99, 1e-3, 0.3, True),
+        AdamWConfig(0.8, 0.99, 1e-3, 0.3, False, True),
         RmsPropConfig(0.9, 0.5, 1e-3, True, WeightDecayConfig(0.5)),
         AdaGradConfig(0.1, 1e-3, WeightDecayConfig(0.5)),
+        AdanConfig(0.9, 0.8, 0.7, 1e-6, 0.1, True),
+        MuonConfig(WeightDecayConfig(0.1), MomentumConfig(0.5), (1.0, 2.0, 3.0), 1e-6, 3),
     ],
     ids=lambda c: type(c).__name__,
 )
 def test_init_hands_every_config_field_but_clipping_to_the_optimizer(config):
     optim = config.init().optim
+    assert optim == config.build()
     wanted = {
         f.name: getattr(config, f.name)
         for f in dataclasses.fields(config)
         if f.name not in ("grad_clipping", "gradient_clipping")
     }
     assert {f.name: getattr(optim, f.name) for f in dataclasses.fields(optim)} == wanted
+
+
+def test_from_params_takes_only_the_listed_params():
+    # burn's `GradientsParams::from_params(grads, module, &[ids])` (grads.rs).
+    model, x, y = a1_engine(AD)
+    raw = engine_loss(model, x, y).backward()
+    wanted = [model.fc2.weight.id, model.fc1.bias.id]
+    grads = GradientsParams.from_params(raw, model, wanted)
+    assert grads.ids() == [model.fc1.bias.id, model.fc2.weight.id]  # visit order
+    assert model.fc1.weight.val().grad(raw) is not None  # not taken

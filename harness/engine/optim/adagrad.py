@@ -1,0 +1,83 @@
+"""AdaGrad (burn-optim `optim/adagrad.rs`, read at burn commit
+2c06be351006851d42fdb6df16b976f4a82d9747)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from harness.engine.module import Config
+from harness.engine.optim.base import (
+    ModuleOptimizer,
+    OptimizerState,
+    TensorOptimizer,
+    WeightDecayConfig,
+    build_optimizer,
+    decay_into,
+    f32,
+    init_optimizer,
+)
+from harness.engine.optim.clipping import GradientClippingConfig
+
+__all__ = ["AdaGrad", "AdaGradConfig", "AdaGradState"]
+
+
+@dataclasses.dataclass
+class AdaGradState(OptimizerState):
+    """Step count and the running sum of squared gradients (updated in place)."""
+
+    time: int
+    sum: np.ndarray
+    scratch: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaGrad(TensorOptimizer):
+    """AdaGrad: `sum += g^2`; `clr = lr / (1 + (t-1) * lr_decay)`;
+    `theta -= g / (sqrt(sum) + eps) * clr`.
+
+    PyTorch differences: default **epsilon 1e-5** (PyTorch 1e-10); no
+    `initial_accumulator_value` (PyTorch's default 0 matches).
+    """
+
+    lr_decay: float
+    epsilon: float
+    weight_decay: WeightDecayConfig | None
+
+    def update(self, lr, tensor, grad, state):
+        dt = tensor.dtype.type
+        out = np.empty_like(tensor)
+        grad = decay_into(out, tensor, grad, self.weight_decay)
+        if state is None:
+            state = AdaGradState(1, np.square(grad))
+            scratch = state.work_buffer(tensor)
+        else:
+            scratch = state.work_buffer(tensor)
+            np.square(grad, out=scratch)
+            state.sum += scratch
+            state.time += 1
+        new_lr = lr / (1.0 + (float(state.time) - 1.0) * self.lr_decay)
+        np.sqrt(state.sum, out=scratch)
+        scratch += dt(f32(self.epsilon))
+        np.divide(grad, scratch, out=out)
+        out *= dt(new_lr)
+        return np.subtract(tensor, out, out=out), state
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaGradConfig(Config):
+    """burn's `AdaGradConfig`: lr_decay 0, **epsilon 1e-5**, optional `weight_decay`,
+    `grad_clipping`."""
+
+    lr_decay: float = 0.0
+    epsilon: float = 1e-5
+    weight_decay: WeightDecayConfig | None = None
+    grad_clipping: GradientClippingConfig | None = None
+
+    def build(self) -> AdaGrad:
+        """The bare per-tensor optimizer (burn's `build()`; no clipping)."""
+        return build_optimizer(AdaGrad, self)
+
+    def init(self) -> ModuleOptimizer:
+        return init_optimizer(AdaGrad, self, self.grad_clipping)

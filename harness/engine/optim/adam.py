@@ -1,0 +1,223 @@
+"""Adam and AdamW (burn-optim `optim/adam.rs`, `optim/adamw.rs`, read at burn commit
+2c06be351006851d42fdb6df16b976f4a82d9747). Each follows its own file's order of operations.
+
+PyTorch difference shared by both, a formula-level one (not rounding): burn keeps beta_1,
+beta_2 and epsilon as f32 and computes the bias corrections `1 - beta^t` in f32 arithmetic
+(`f32::powi`), then casts them to the tensor dtype; PyTorch uses the Python (f64) betas and
+computes `1 - beta**t` in f64. `1 - 0.999^t` is small, so its f32 rounding is a relative error
+up to ~1e-5 in the early steps, and the update differs by about that much whatever the tensor
+dtype. On the A1 model (lr 0.01) the largest param gap grows about linearly, ~1.1e-7 a step,
+while the updates are full-size, passes 1e-6 at step 14, and levels off near 6e-6 after step 80
+as they shrink; float64 on both sides gives the same gap (the `optimizer_state` case, `long`).
+Measured apart: the f32 rounding of `1 - beta^t` is nearly all of it; f32 betas with f64 bias
+corrections leave a gap 40 to 200 times smaller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from harness.engine.lr_scheduler import powi
+from harness.engine.module import Config
+from harness.engine.optim.base import (
+    ONE,
+    ModuleOptimizer,
+    OptimizerState,
+    TensorOptimizer,
+    WeightDecayConfig,
+    axpy_into,
+    build_optimizer,
+    decay_into,
+    f32,
+    init_optimizer,
+    sub_scaled_into,
+)
+from harness.engine.optim.clipping import GradientClippingConfig
+
+__all__ = ["Adam", "AdamConfig", "AdamW", "AdamWConfig", "AdaptiveMomentumState"]
+
+
+@dataclasses.dataclass
+class AdaptiveMomentumState(OptimizerState):
+    """Adam's state: step count `time`, moments `moment_1`, `moment_2` (and the AMSGrad max),
+    updated in place. `masks` are the two boolean work buffers of cautious weight decay."""
+
+    time: int
+    moment_1: np.ndarray
+    moment_2: np.ndarray
+    max_moment_2: np.ndarray | None = None
+    scratch: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
+    masks: tuple | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def copy(self):
+        state = super().copy()
+        state.masks = None
+        return state
+
+
+def update_moments(grad, state, beta_1: float, beta_2: float, amsgrad: bool):
+    """The moment recurrences both files share: `m = m * b1 + g * (1 - b1)`, `v = v * b2 +
+    g^2 * (1 - b2)` (first step without the first terms), AMSGrad `max(max_v, v)`, `t += 1`.
+    Every factor is f32 arithmetic cast to the dtype; the state's arrays are updated in place.
+    """
+    dt = grad.dtype.type
+    b1, b2 = f32(beta_1), f32(beta_2)
+    factor_1, factor_2 = dt(ONE - b1), dt(ONE - b2)
+    if state is None:
+        moment_2 = np.square(grad)
+        moment_2 *= factor_2
+        # The AMSGrad max starts as a copy: moment_2 is updated in place later.
+        max_moment_2 = moment_2.copy() if amsgrad else None
+        return AdaptiveMomentumState(1, grad * factor_1, moment_2, max_moment_2)
+    scratch = state.work_buffer(grad)
+    axpy_into(state.moment_1, dt(b1), grad, factor_1, scratch)
+    moment_2 = state.moment_2
+    np.multiply(moment_2, dt(b2), out=moment_2)
+    np.square(grad, out=scratch)
+    scratch *= factor_2
+    moment_2 += scratch
+    if amsgrad:
+        if state.max_moment_2 is None:  # burn: `unwrap_or_else(|| moment_2.clone())`
+            state.max_moment_2 = moment_2.copy()
+        else:
+            np.maximum(state.max_moment_2, moment_2, out=state.max_moment_2)
+    state.time += 1
+    return state
+
+
+def _second_moment(state: AdaptiveMomentumState, amsgrad: bool) -> np.ndarray:
+    if amsgrad and state.max_moment_2 is not None:
+        return state.max_moment_2
+    return state.moment_2
+
+
+@dataclasses.dataclass(frozen=True)
+class Adam(TensorOptimizer):
+    """Adam with coupled L2 weight decay (`g += penalty * theta`) and optional AMSGrad, in
+    `adam.rs`'s order: `bc2 = sqrt(1 - b2^t)`, `c = bc2 / (1 - b1^t)` (f32 scalars), update
+    `(m * c) / (sqrt(v) + eps * bc2)`, then `theta - update * lr`.
+
+    PyTorch differences: default epsilon is **1e-5** (PyTorch 1e-8). The bias corrections are
+    computed in f32 from the f32 betas (PyTorch: f64), a formula-level difference whose effect
+    on the params grows linearly with the step count, in float64 as in float32 (module
+    docstring). The arrangement `(m * c) / (sqrt(v) + eps * bc2)` is PyTorch's
+    `(m / bc1) / (sqrt(v) / bc2 + eps)` rewritten: the same value up to rounding.
+    """
+
+    beta_1: float
+    beta_2: float
+    epsilon: float
+    amsgrad: bool
+    weight_decay: WeightDecayConfig | None
+
+    def update(self, lr, tensor, grad, state):
+        out = np.empty_like(tensor)
+        grad = decay_into(out, tensor, grad, self.weight_decay)
+        state = update_moments(grad, state, self.beta_1, self.beta_2, self.amsgrad)
+        time = state.time
+        bias_correction2_sqrt = np.sqrt(ONE - powi(f32(self.beta_2), time))
+        combined = bias_correction2_sqrt / (ONE - powi(f32(self.beta_1), time))
+        dt = tensor.dtype.type
+        denominator = state.work_buffer(tensor)
+        np.sqrt(_second_moment(state, self.amsgrad), out=denominator)
+        denominator += dt(f32(self.epsilon) * bias_correction2_sqrt)
+        np.multiply(state.moment_1, dt(combined), out=out)
+        out /= denominator
+        return sub_scaled_into(out, tensor, out, lr), state
+
+
+@dataclasses.dataclass(frozen=True)
+class AdamConfig(Config):
+    """burn's `AdamConfig`: beta_1 0.9, beta_2 0.999, **epsilon 1e-5**, amsgrad false,
+    optional coupled `weight_decay` and `grad_clipping`."""
+
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-5
+    amsgrad: bool = False
+    weight_decay: WeightDecayConfig | None = None
+    grad_clipping: GradientClippingConfig | None = None
+
+    def build(self) -> Adam:
+        """The bare per-tensor optimizer (burn's `build()`; no clipping)."""
+        return build_optimizer(Adam, self)
+
+    def init(self) -> ModuleOptimizer:
+        return init_optimizer(Adam, self, self.grad_clipping)
+
+
+@dataclasses.dataclass(frozen=True)
+class AdamW(TensorOptimizer):
+    """AdamW in `adamw.rs`'s order: `m_hat = m / (1 - b1^t)`, `v_hat = v / (1 - b2^t)` (f32
+    scalars), `delta = m_hat / (sqrt(v_hat) + eps)`; decoupled decay on the pre-update weight,
+    `theta * (1 - lr * wd)`, then `- delta * lr`. AMSGrad as in Adam.
+
+    PyTorch differences: default **weight_decay 1e-4** (PyTorch 1e-2) and **epsilon 1e-5**
+    (PyTorch 1e-8); the bias corrections in f32 (module docstring). `cautious_weight_decay`
+    (burn only) skips the decay where the weight's sign differs from the first moment's.
+    """
+
+    beta_1: float
+    beta_2: float
+    epsilon: float
+    weight_decay: float
+    cautious_weight_decay: bool
+    amsgrad: bool = False
+
+    def update(self, lr, tensor, grad, state):
+        dt = tensor.dtype.type
+        state = update_moments(grad, state, self.beta_1, self.beta_2, self.amsgrad)
+        time = state.time
+        correction_1 = dt(ONE - powi(f32(self.beta_1), time))
+        correction_2 = dt(ONE - powi(f32(self.beta_2), time))
+        denominator = state.work_buffer(tensor)
+        np.divide(_second_moment(state, self.amsgrad), correction_2, out=denominator)
+        np.sqrt(denominator, out=denominator)
+        denominator += dt(f32(self.epsilon))
+        out = np.divide(state.moment_1, correction_1)
+        out /= denominator
+        decayed = self._decayed(lr, tensor, state, denominator)
+        return sub_scaled_into(out, decayed, out, lr), state
+
+    def _decayed(self, lr, tensor, state, buffer):
+        """The decoupled decay of `tensor` (into `buffer`, free by then), or `tensor`."""
+        # burn computes the rate in f64 from the f32 field, then casts `1 - rate` to the dtype.
+        decay_rate = lr * float(f32(self.weight_decay))
+        dt = tensor.dtype.type
+        if decay_rate == 0.0:
+            return tensor
+        if not self.cautious_weight_decay:
+            return np.multiply(tensor, dt(1.0 - decay_rate), out=buffer)
+        # `tensor - (tensor * rate).mask_fill(differ, 0)`, differ: the signs of tensor and m.
+        if state.masks is None:
+            state.masks = (np.empty(tensor.shape, bool), np.empty(tensor.shape, bool))
+        differ, moment_sign = state.masks
+        np.greater_equal(tensor, 0, out=differ)
+        np.greater_equal(state.moment_1, 0, out=moment_sign)
+        np.not_equal(differ, moment_sign, out=differ)
+        np.multiply(tensor, dt(decay_rate), out=buffer)
+        np.copyto(buffer, dt(0.0), where=differ)
+        return np.subtract(tensor, buffer, out=buffer)
+
+
+@dataclasses.dataclass(frozen=True)
+class AdamWConfig(Config):
+    """burn's `AdamWConfig`: beta_1 0.9, beta_2 0.999, **epsilon 1e-5**, **weight_decay 1e-4**,
+    cautious_weight_decay false, amsgrad false, optional `grad_clipping`."""
+
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-5
+    weight_decay: float = 1e-4
+    cautious_weight_decay: bool = False
+    amsgrad: bool = False
+    grad_clipping: GradientClippingConfig | None = None
+
+    def build(self) -> AdamW:
+        """The bare per-tensor optimizer (burn's `build()`; no clipping)."""
+        return build_optimizer(AdamW, self)
+
+    def init(self) -> ModuleOptimizer:
+        return init_optimizer(AdamW, self, self.grad_clipping)
