@@ -6,9 +6,10 @@ Run: ``make bench ARGS=benchmarks/bench_compare.py``.
   program might write them): the values agree within the default float32 tolerance, so the
   run must exit 0.
 - Case mode over every case (what ``make compare`` runs; side files go to a temporary folder,
-  goldens are only read), interleaved with ``python -c "import torch, torch._dynamo"``, the
-  imports any case run with a ``torch.optim`` optimizer pays before its first step. Every case
-  must pass.
+  goldens are only read), interleaved with ``python -c "import torch, torch._dynamo"`` (the
+  imports any case run with a ``torch.optim`` optimizer pays before its first step) and with
+  both run through ``harness.startup`` (imports with the garbage collector frozen, no final
+  collection at exit). Every case must pass, with the same summary either way.
 
 The thread variables this folder's conftest sets are removed for these children, so they
 start as ``make compare`` does from a shell.
@@ -59,18 +60,40 @@ def test_compare_loose_json_100k_keys(interleaved, tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
+STARTUP_IMPORTS = (
+    "from harness import startup; startup.import_torch(); startup.skip_final_collection()"
+)
+STARTUP_COMPARE = """
+import sys
+from harness import startup
+startup.import_torch()
+import compare
+code = compare.main(sys.argv[1:])
+startup.skip_final_collection()
+sys.exit(code)
+"""
+
+
 def test_compare_all_cases(interleaved, tmp_path):
-    out = tmp_path / "out"
+    out = str(tmp_path / "out")
     timings = interleaved(
         "make compare, all cases",
         {
-            "compare.py": lambda: run("compare.py", "--out", str(out)),
+            "compare.py": lambda: run("compare.py", "--out", out),
+            "compare.py via harness.startup": lambda: run("-c", STARTUP_COMPARE, "--out", out),
             "imports": lambda: run("-c", "import torch, torch._dynamo"),
+            "imports via harness.startup": lambda: run("-c", STARTUP_IMPORTS),
         },
-        also=["import torch + torch._dynamo"],
+        also=[
+            "import torch + torch._dynamo",
+            "start-up: harness.startup, all cases",
+            "start-up: harness.startup, imports",
+        ],
         min_rounds=2,
         warmup_rounds=1,
         max_rounds=5,
     )
     for side, proc in timings.results.items():
         assert proc.returncode == 0, (side, proc.stdout[-2000:], proc.stderr[-2000:])
+    summaries = {side: proc.stdout.splitlines()[-2:] for side, proc in timings.results.items()}
+    assert summaries["compare.py"] == summaries["compare.py via harness.startup"]
