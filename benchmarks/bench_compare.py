@@ -61,8 +61,10 @@ def test_compare_loose_json_100k_keys(interleaved, tmp_path):
 
 
 STARTUP_IMPORTS = (
-    "from harness import startup; startup.import_torch(); startup.skip_final_collection()"
+    "from harness import startup; startup.import_torch(dynamo=True); "
+    "startup.skip_final_collection()"
 )
+# What compare.py does once its entry point makes the two harness.startup calls.
 STARTUP_COMPARE = """
 import sys
 from harness import startup
@@ -97,3 +99,24 @@ def test_compare_all_cases(interleaved, tmp_path):
         assert proc.returncode == 0, (side, proc.stdout[-2000:], proc.stderr[-2000:])
     summaries = {side: proc.stdout.splitlines()[-2:] for side, proc in timings.results.items()}
     assert summaries["compare.py"] == summaries["compare.py via harness.startup"]
+
+
+def test_startup_one_case(interleaved, tmp_path):
+    """One case with a torch.optim optimizer (``train_step``, which imports torch._dynamo) and
+    one without (``grad_location``, which never does), plain and through harness.startup."""
+    out = str(tmp_path / "out")
+    sides = {}
+    for case in ("train_step", "grad_location"):
+        args = ("--case", case, "--out", out)
+        sides[f"{case}"] = lambda args=args: run("compare.py", *args)
+        sides[f"{case} via harness.startup"] = lambda args=args: run("-c", STARTUP_COMPARE, *args)
+    timings = interleaved(
+        "start-up: harness.startup, train_step",
+        sides,
+        also=["start-up: harness.startup, grad_location"],
+        min_rounds=2,
+        warmup_rounds=1,
+        max_rounds=5,
+    )
+    for side, proc in timings.results.items():
+        assert proc.returncode == 0, (side, proc.stdout[-2000:], proc.stderr[-2000:])

@@ -176,6 +176,22 @@ TARGETS: tuple[Target, ...] = (
         None,
         source="context",
     ),
+    Target(
+        "start-up: harness.startup, train_step",
+        "compare.py --case train_step (builds a torch.optim optimizer), through harness.startup",
+        "train_step via harness.startup",
+        "train_step",
+        None,
+        source="context",
+    ),
+    Target(
+        "start-up: harness.startup, grad_location",
+        "compare.py --case grad_location (no optimizer, no torch._dynamo), the same",
+        "grad_location via harness.startup",
+        "grad_location",
+        None,
+        source="context",
+    ),
 )
 BY_NAME = {t.name: t for t in TARGETS}
 
