@@ -28,7 +28,8 @@ def interleaved(benchmark, request):
     """``interleaved(target, sides, **options) -> Timings``: time ``sides`` (name -> callable)
     in alternating rounds and record the medians under ``target`` and the targets in ``also``
     (ratios of other sides of the same rounds). ``min_rounds`` defaults to
-    ``--benchmark-min-rounds``; the time budget is ``--benchmark-max-time``."""
+    ``--benchmark-min-rounds`` (a slow benchmark may set a lower floor of its own); the time
+    budget is ``--benchmark-max-time``: raise it for more rounds, up to ``max_rounds``."""
     config = request.config
     default_min_rounds = config.getoption("benchmark_min_rounds")
     max_time = float(config.getoption("benchmark_max_time"))  # given as a decimal string

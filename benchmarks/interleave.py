@@ -8,8 +8,8 @@ is the ratio of the sides' medians over the same rounds.
 The number of rounds follows pytest-benchmark's own options: as many as fit in
 ``--benchmark-max-time`` (estimated from the last warm-up round), at least
 ``--benchmark-min-rounds`` unless a benchmark lowers that floor for a slow subprocess, at most
-``max_rounds``. The rounds
-run inside ``benchmark.pedantic``, so pytest-benchmark's table and JSON see them as well.
+``max_rounds``. The rounds run inside ``benchmark.pedantic``: pytest-benchmark's table shows
+whole rounds (every side), its JSON also each side's median (``extra_info``).
 """
 
 from __future__ import annotations
