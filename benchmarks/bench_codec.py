@@ -1,102 +1,79 @@
-"""Codec speed against its references, measured in the same run (issues 3 and 7).
+"""The side-file codec against its references, interleaved in one process, same folder.
 
-    .venv/bin/python -m pytest benchmarks/bench_codec.py --benchmark-enable -q -p no:cacheprovider
+Run: ``make bench ARGS=benchmarks/bench_codec.py``.
 
-- exact JSON write + read of 1e6 float32 values vs orjson's numpy serialisation round trip
-  (target: within 3x);
-- sidecar write + read of 5e7 float32 values vs np.save + np.load (target: within 2x).
+- Exact JSON write + read of 1e6 float32 values (``record.write_side`` with no sidecar, then
+  ``record.read_side``) against orjson's NumPy serialisation round trip.
+- One 5e7-element float32 tensor as a ``.npy`` sidecar (``record.write_side`` +
+  ``record.read_side``, which verifies the sha256 of every sidecar it reads) against
+  ``np.save`` + fsync + ``np.load`` (the same durability: the codec fsyncs so that a golden
+  survives a crash) and against plain ``np.save`` + ``np.load`` (the page cache absorbs it).
 
-Both sides write to and read from files in the same folder. Threads are pinned to one so the
-numbers do not depend on the machine's load; each reference test prints its group's ratio.
+Every side must read back exactly the values it wrote.
 """
+
+from __future__ import annotations
+
+import os
 
 import numpy as np
 import orjson
-import pytest
 
 from harness import record
 
-RATIOS: dict[str, dict[str, float]] = {}
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    return got.shape == want.shape and np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
-@pytest.fixture(scope="module")
-def million():
-    return np.random.default_rng(0).standard_normal(1_000_000).astype(np.float32)
+def test_json_1e6(interleaved, tmp_path):
+    values = np.random.default_rng(0).standard_normal(1_000_000).astype(np.float32)
+    ours, reference = tmp_path / "a.json", tmp_path / "b.json"
+
+    def codec():
+        record.write_side(ours, "bench", "torch", {"x": values}, {}, sidecar_threshold=10**12)
+        return record.read_side(ours).values["x"]
+
+    def orjson_round_trip():
+        reference.write_bytes(orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY))
+        return np.array(orjson.loads(reference.read_bytes()), dtype=np.float32)
+
+    timings = interleaved(
+        "json 1e6 / orjson",
+        {"record write+read": codec, "orjson round trip": orjson_round_trip},
+        max_rounds=20,
+    )
+    assert all(same_bits(got, values) for got in timings.results.values())
 
 
-@pytest.fixture(scope="module")
-def fifty_million():
-    return np.random.default_rng(1).standard_normal(50_000_000).astype(np.float32)
+def test_sidecar_5e7(interleaved, tmp_path):
+    values = np.random.default_rng(1).standard_normal(50_000_000, dtype=np.float32)
+    side, npy = tmp_path / "big.json", tmp_path / "ref.npy"
 
+    def sidecar_round_trip():
+        record.write_side(side, "bench", "torch", {"x": values}, {})
+        return record.read_side(side).values["x"]
 
-def measure(benchmark, group, name, fn):
-    result = benchmark.pedantic(fn, rounds=5, iterations=1, warmup_rounds=1)
-    if benchmark.stats is not None:  # None under --benchmark-disable
-        RATIOS.setdefault(group, {})[name] = benchmark.stats.stats.median
-    return result
+    def npy_fsync_round_trip():
+        with open(npy, "wb") as f:
+            np.save(f, values)
+            f.flush()
+            os.fsync(f.fileno())
+        return np.load(npy)
 
+    def npy_round_trip():
+        np.save(npy, values)
+        return np.load(npy)
 
-def report_ratio(capsys, group):
-    """Print record / reference for a group once both have run (medians, same session)."""
-    times = RATIOS.get(group, {})
-    if len(times) == 2:
-        ours, reference = times.values()
-        with capsys.disabled():
-            print(f"\n{group}: record {ours * 1e3:.1f} ms / reference {reference * 1e3:.1f} ms"
-                  f" = {ours / reference:.2f}x")  # fmt: skip
-
-
-def json_round_trip(path, array):
-    def run():
-        record.write_side(path, "bench", "torch", {"x": array}, {}, sidecar_threshold=10**12)
-        return record.read_side(path).values["x"]
-
-    return run
-
-
-def orjson_round_trip(path, array):
-    def run():
-        path.write_bytes(orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY))
-        return np.array(orjson.loads(path.read_bytes()), dtype=np.float32)
-
-    return run
-
-
-def test_json_1e6_float32_exact(benchmark, tmp_path, million):
-    got = measure(benchmark, "json 1e6", "record", json_round_trip(tmp_path / "a.json", million))
-    assert np.array_equal(got.view(np.uint32), million.view(np.uint32))
-
-
-def test_json_1e6_float32_orjson_reference(benchmark, tmp_path, million, capsys):
-    got = measure(benchmark, "json 1e6", "orjson", orjson_round_trip(tmp_path / "b.json", million))
-    assert np.array_equal(got, million)
-    report_ratio(capsys, "json 1e6")
-
-
-def sidecar_round_trip(folder, array):
-    def run():
-        path = folder / "big.json"
-        record.write_side(path, "bench", "torch", {"x": array}, {})
-        got = record.read_side(path).values["x"]
-        return float(got[-1])  # the read verified the sha256 over every byte
-
-    return run
-
-
-def npy_round_trip(folder, array):
-    def run():
-        np.save(folder / "ref.npy", array)
-        return float(np.load(folder / "ref.npy")[-1])
-
-    return run
-
-
-def test_sidecar_5e7_float32(benchmark, tmp_path, fifty_million):
-    last = measure(benchmark, "sidecar 5e7", "record", sidecar_round_trip(tmp_path, fifty_million))
-    assert last == float(fifty_million[-1])
-
-
-def test_sidecar_5e7_np_save_reference(benchmark, tmp_path, fifty_million, capsys):
-    last = measure(benchmark, "sidecar 5e7", "np.save", npy_round_trip(tmp_path, fifty_million))
-    assert last == float(fifty_million[-1])
-    report_ratio(capsys, "sidecar 5e7")
+    timings = interleaved(
+        "sidecar 5e7 / durable npy",
+        {
+            "sidecar write+read": sidecar_round_trip,
+            "np.save+fsync+np.load": npy_fsync_round_trip,
+            "np.save+np.load": npy_round_trip,
+        },
+        also=["sidecar 5e7 / plain npy"],
+        max_rounds=10,
+        warmup_rounds=1,
+    )
+    assert all(same_bits(np.asarray(got), values) for got in timings.results.values())

@@ -1,7 +1,7 @@
 """Cost of the op matrix and the fuzzer, to keep `make test` within budget.
 
-Run: `.venv/bin/python -m pytest benchmarks/bench_ops.py --benchmark-enable -q
--p no:cacheprovider -p no:xdist`.
+Run: ``make bench ARGS=benchmarks/bench_ops.py``. Nothing is compared here, so there is no
+target and nothing to interleave: these are plain pytest-benchmark timings.
 
 `test_matrix_item` is one (op, dtype) item (all shapes x value sets, both sides, forward and
 VJP); `test_full_matrix` is the whole registry once (what `python -m harness.ops` computes);

@@ -1,14 +1,12 @@
-"""One training step (forward, backward, SGD update) of Linear-ReLU-Linear + cross-entropy,
-float32: engine vs PyTorch eager vs a hand-written NumPy forward/backward (the floor).
+"""One SGD training step (forward, backward, update) of Linear-ReLU-Linear + cross-entropy,
+float32, three sizes: the engine against PyTorch eager and against a hand-written NumPy
+forward/backward (the floor), interleaved in one process (``benchmarks/mlp.py``).
 
-Run: `.venv/bin/python -m pytest benchmarks/bench_train_step.py --benchmark-enable -q
--p no:cacheprovider`. Threads are pinned to 1 for torch and for BLAS (threadpoolctl), identically
-for every framework. The terminal summary prints the median time per step, the ratios
-engine/torch and engine/numpy per size, and the peak memory of the large size, measured in a
-fresh subprocess per framework (VmHWM from /proc/self/status, reset with /proc/self/clear_refs
-after setup, minus the resident set before the first step).
-
-Targets: engine/torch <= 0.5 (tiny), <= 0.9 (medium), <= 1.1 (large); engine peak <= torch's.
+Run: ``make bench ARGS=benchmarks/bench_train_step.py``. After the timed rounds every side has
+taken the same number of steps from the same start, and their parameters must agree; the
+ratios go to the targets table. The peak memory of the large size is measured in one fresh
+process per framework (VmHWM from /proc/self/status, reset through /proc/self/clear_refs after
+setup, minus the resident set before the first step), and its parameters are checked too.
 """
 
 from __future__ import annotations
@@ -19,160 +17,30 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mlp
 import numpy as np
 import pytest
+import targets
 
-THREADS = 1
-os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
-os.environ.setdefault("OPENBLAS_NUM_THREADS", str(THREADS))
-
-SIZES = {
-    # name: (d_in, hidden, classes, batch)
-    "tiny": (4, 8, 3, 4),
-    "medium": (784, 256, 10, 128),
-    "large": (1024, 4096, 1024, 512),
-}
-ROUNDS = {"tiny": 3000, "medium": 200, "large": 8}
-LR = 0.01
 FRAMEWORKS = ("engine", "torch", "numpy")
-
-RESULTS: dict[tuple[str, str], float] = {}
-"""(size, framework) -> median seconds per step; read by benchmarks/conftest.py."""
-MEMORY: dict[str, dict] = {}
-"""framework -> peak memory record of the large size; read by benchmarks/conftest.py."""
-
-
-def pin_threads() -> None:
-    """One thread for torch and for every BLAS/OpenMP pool, for all frameworks alike."""
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=THREADS)
-    try:
-        import torch
-
-        torch.set_num_threads(THREADS)
-    except ImportError:  # pragma: no cover - the engine needs no torch
-        pass
+# Steps per timed call, so that a tiny step is not lost in the timer's resolution.
+INNER = {"tiny": 20, "medium": 1, "large": 1}
+MAX_ROUNDS = {"tiny": 500, "medium": 300, "large": 10}
+MEMORY_STEPS = 3
 
 
-def make_data(size: str):
-    """Seeded float32 weights in engine layout ([in, out]), inputs and int64 labels."""
-    d_in, hidden, classes, batch = SIZES[size]
-    rng = np.random.default_rng(0)
-    w1 = (rng.standard_normal((d_in, hidden)) / np.sqrt(d_in)).astype(np.float32)
-    b1 = np.zeros(hidden, np.float32)
-    w2 = (rng.standard_normal((hidden, classes)) / np.sqrt(hidden)).astype(np.float32)
-    b2 = np.zeros(classes, np.float32)
-    x = rng.standard_normal((batch, d_in)).astype(np.float32)
-    y = rng.integers(0, classes, batch).astype(np.int64)
-    return (w1, b1, w2, b2), x, y
-
-
-# ---- the three implementations: setup(size) -> step() ------------------------------------
-
-
-def engine_setup(size: str):
-    from harness.engine import CrossEntropyLossConfig, Device, GradientsParams, SgdConfig, Tensor
-    from harness.engine.module import Linear, Module, Param, Relu
-
-    class Mlp(Module):
-        def __init__(self, fc1, fc2) -> None:
-            self.fc1 = fc1
-            self.relu = Relu()
-            self.fc2 = fc2
-
-        def forward(self, x):
-            return self.fc2.forward(self.relu.forward(self.fc1.forward(x)))
-
-    device = Device.flex().autodiff()
-    (w1, b1, w2, b2), x, y = make_data(size)
-
-    def param(a):
-        return Param.from_tensor(Tensor.from_numpy(a, device))
-
-    state = {"model": Mlp(Linear(param(w1), param(b1)), Linear(param(w2), param(b2)))}
-    xt, yt = Tensor.from_numpy(x, device), Tensor.from_numpy(y, device)
-    loss_fn = CrossEntropyLossConfig().init(device)
-    optim = SgdConfig().init()
-
-    def step():
-        model = state.pop("model")
-        loss = loss_fn.forward(model.forward(xt), yt)
-        grads = GradientsParams.from_grads(loss.backward(), model)
-        state["model"] = optim.step(LR, model, grads)
-
-    return step
-
-
-def torch_setup(size: str):
-    import torch
-    from torch import nn
-
-    (w1, b1, w2, b2), x, y = make_data(size)
-    d_in, hidden, classes, _ = SIZES[size]
-    model = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, classes))
-    with torch.no_grad():
-        for layer, w, b in ((model[0], w1, b1), (model[2], w2, b2)):
-            layer.weight.copy_(torch.from_numpy(w.T.copy()))
-            layer.bias.copy_(torch.from_numpy(b))
-    optim = torch.optim.SGD(model.parameters(), lr=LR)
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-    loss_fn = nn.functional.cross_entropy
-
-    def step():
-        optim.zero_grad(set_to_none=True)
-        loss_fn(model(xt), yt).backward()
-        optim.step()
-
-    return step
-
-
-def numpy_setup(size: str):
-    """The floor: forward, backward and an in-place SGD update, no framework at all."""
-    (w1, b1, w2, b2), x, y = make_data(size)
-    batch = x.shape[0]
-    rows = np.arange(batch)
-    lr = np.float32(LR)
-
-    def step():
-        h = x @ w1
-        h += b1
-        a = np.maximum(h, 0)
-        z = a @ w2
-        z += b2
-        z -= z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        e /= e.sum(axis=1, keepdims=True)  # softmax: dloss/dz = (p - onehot) / batch
-        e[rows, y] -= 1
-        e /= np.float32(batch)
-        gw2 = a.T @ e
-        gb2 = e.sum(axis=0)
-        da = e @ w2.T
-        da[h <= 0] = 0
-        gw1 = x.T @ da
-        gb1 = da.sum(axis=0)
-        for p, g in ((w1, gw1), (b1, gb1), (w2, gw2), (b2, gb2)):
-            g *= lr
-            p -= g
-
-    return step
-
-
-SETUPS = {"engine": engine_setup, "torch": torch_setup, "numpy": numpy_setup}
-
-
-# ---- timing -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-@pytest.mark.parametrize("size", list(SIZES))
-def test_train_step(benchmark, size, framework):
-    pin_threads()
-    step = SETUPS[framework](size)
-    benchmark.group = f"train_step[{size}]"
-    benchmark.pedantic(step, rounds=ROUNDS[size], warmup_rounds=2 if size == "large" else 20)
-    if benchmark.stats is not None:  # None under --benchmark-disable
-        RESULTS[(size, framework)] = benchmark.stats.stats.median
+@pytest.mark.parametrize("size", list(mlp.SIZES))
+def test_sgd_step(interleaved, size):
+    mlp.pin_threads()
+    trainers = {fw: mlp.SETUPS[fw](size) for fw in FRAMEWORKS}
+    interleaved(
+        f"sgd step {size} / numpy",
+        {fw: t.step for fw, t in trainers.items()},
+        also=[f"sgd step {size} / torch"],
+        inner=INNER[size],
+        max_rounds=MAX_ROUNDS[size],
+    )
+    mlp.assert_agree({fw: t.params() for fw, t in trainers.items()}, **mlp.AGREE)
 
 
 # ---- peak memory of the large size, one fresh process per framework -----------------------
@@ -186,35 +54,52 @@ def _status(field: str) -> int:
     raise KeyError(field)
 
 
-def measure_memory(framework: str, steps: int = 3) -> dict:
-    """Run in a fresh process: setup, reset the peak, `steps` steps; the step peak is the
-    high-water mark minus the resident set before the first step (params and data included in
-    the baseline, the library code too, so torch's larger import does not count)."""
-    pin_threads()
-    step = SETUPS[framework]("large")
+def measure_memory(framework: str) -> dict:
+    """In a fresh process: setup, reset the peak, a few steps; the step peak is the high-water
+    mark minus the resident set before the first step (params, data and library code are in
+    that baseline, so torch's larger import does not count)."""
+    mlp.pin_threads()
+    trainer = mlp.SETUPS[framework]("large")
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     baseline = _status("VmRSS")
-    for _ in range(steps):
-        step()
+    for _ in range(MEMORY_STEPS):
+        trainer.step()
     peak = _status("VmHWM")
-    return {"baseline_kib": baseline, "peak_kib": peak, "step_peak_kib": peak - baseline}
+    biases = {k: v.tolist() for k, v in trainer.params().items() if k.endswith("bias")}
+    return {"baseline_kib": baseline, "step_peak_kib": peak - baseline, "biases": biases}
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_peak_memory_large(framework):
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    result = subprocess.run(
+def fresh_process_memory(framework: str) -> dict:
+    here = Path(__file__).resolve().parent
+    proc = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--memory", framework],
         capture_output=True,
         text=True,
-        env=env,
-        cwd=root,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join((str(here.parent), str(here)))},
+        cwd=here.parent,
         timeout=600,
         check=True,
     )
-    MEMORY[framework] = json.loads(result.stdout.strip().splitlines()[-1])
-    assert MEMORY[framework]["step_peak_kib"] > 0
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_peak_memory_large(benchmark):
+    benchmark.group = "step peak memory large / torch"
+    records = benchmark.pedantic(
+        lambda: {fw: fresh_process_memory(fw) for fw in FRAMEWORKS}, rounds=1
+    )
+    biases = {
+        fw: {k: np.array(v, np.float32) for k, v in r["biases"].items()}
+        for fw, r in records.items()
+    }
+    mlp.assert_agree(biases, **mlp.AGREE)
+    baselines = ", ".join(f"{fw} {r['baseline_kib'] / 1024:.0f} MiB" for fw, r in records.items())
+    targets.record(
+        "step peak memory large / torch",
+        {fw: r["step_peak_kib"] * 1024 for fw, r in records.items()},
+        rounds=1,
+        note=f"baselines {baselines}",
+    )
 
 
 if __name__ == "__main__":

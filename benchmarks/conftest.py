@@ -1,5 +1,6 @@
-"""One BLAS thread for every benchmark module; the engine's time and memory ratios after the
-train-step benchmarks."""
+"""One BLAS thread for every benchmark, the ``interleaved`` fixture, and the targets table
+printed at the end of the run (``benchmarks/targets.py``): every measured target with its
+value, bound and ``met`` / ``missed``. Missing a target never fails the run."""
 
 from __future__ import annotations
 
@@ -10,62 +11,56 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pytest
+import targets
+from interleave import Timings, run_interleaved
 from threadpoolctl import threadpool_limits
-
-TARGETS = {"tiny": 0.5, "medium": 0.9, "large": 1.1}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
-    """Pin BLAS to one thread, so the numbers do not depend on the machine's cores or load."""
+    """Pin BLAS (and torch, once imported) to one thread for every side alike."""
     with threadpool_limits(limits=1):
         yield
 
 
-def pytest_terminal_summary(terminalreporter):
-    import sys
+@pytest.fixture
+def interleaved(benchmark, request):
+    """``interleaved(target, sides, **options) -> Timings``: time ``sides`` (name -> callable)
+    in alternating rounds and record the medians under ``target`` and the targets in ``also``
+    (ratios of other sides of the same rounds). ``min_rounds`` defaults to
+    ``--benchmark-min-rounds`` (a slow benchmark may set a lower floor of its own); the time
+    budget is ``--benchmark-max-time``: raise it for more rounds, up to ``max_rounds``."""
+    config = request.config
+    default_min_rounds = config.getoption("benchmark_min_rounds")
+    max_time = float(config.getoption("benchmark_max_time"))  # given as a decimal string
 
-    # Only when the train-step benchmark ran in this session (never import it here).
-    module = next(
-        (m for name, m in sys.modules.items() if name.rpartition(".")[2] == "bench_train_step"),
-        None,
-    )
-    if module is None:
-        return
-    memory, results, sizes = module.MEMORY, module.RESULTS, module.SIZES
-    write = terminalreporter.write_line
-    if results:
-        write("")
-        write("train step, median per step (1 thread):")
-        write(
-            f"{'size':8} {'engine':>10} {'torch':>10} {'numpy':>10} {'eng/torch':>10} "
-            f"{'target':>7} {'eng/numpy':>10}"
+    def run(target: str, sides, *, also=(), min_rounds=None, note: str = "", **options):
+        benchmark.group = target
+        timings: Timings = run_interleaved(
+            benchmark,
+            sides,
+            max_time=max_time,
+            min_rounds=default_min_rounds if min_rounds is None else min_rounds,
+            **options,
         )
-        for size in sizes:
-            times = {fw: results.get((size, fw)) for fw in ("engine", "torch", "numpy")}
-            if None in times.values():
-                continue
-            vs_torch = times["engine"] / times["torch"]
-            vs_numpy = times["engine"] / times["numpy"]
-            flag = "ok" if vs_torch <= TARGETS[size] else "MISS"
-            write(
-                f"{size:8} {_us(times['engine']):>10} {_us(times['torch']):>10} "
-                f"{_us(times['numpy']):>10} {vs_torch:>10.2f} {TARGETS[size]:>5.1f} {flag:>3}"
-                f" {vs_numpy:>8.2f}"
-            )
-    if memory:
-        write("")
-        write("large size, peak memory during steps above the pre-step RSS (fresh processes):")
-        for framework, rec in memory.items():
-            write(
-                f"  {framework:8} step peak {rec['step_peak_kib'] / 1024:8.1f} MiB"
-                f"   (baseline {rec['baseline_kib'] / 1024:.1f} MiB, "
-                f"VmHWM {rec['peak_kib'] / 1024:.1f} MiB)"
-            )
-        if "engine" in memory and "torch" in memory:
-            ratio = memory["engine"]["step_peak_kib"] / memory["torch"]["step_peak_kib"]
-            write(f"  engine/torch step peak ratio: {ratio:.2f} (target <= 1.0)")
+        if benchmark.enabled:
+            for name in (target, *also):
+                targets.record(name, timings.medians(), timings.rounds, note)
+        return timings
+
+    return run
 
 
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:.0f}us" if seconds < 1e-2 else f"{seconds * 1e3:.1f}ms"
+def pytest_sessionstart(session):
+    targets.note_load("at start")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-benchmark's own tables
+def pytest_terminal_summary(terminalreporter):
+    if not targets.MEASURED:
+        return
+    targets.note_load("at end")
+    write = terminalreporter.write_line
+    terminalreporter.section("performance targets (benchmarks/targets.py)")
+    for line in targets.summary_lines():
+        write(line)

@@ -1,0 +1,285 @@
+"""The one table of performance targets, and what a benchmark run measured against them.
+
+Every benchmark records its result here under a target's name (an unknown name is an error);
+``benchmarks/conftest.py`` prints the table at the end of the run. A target's value is always
+``numerator / denominator`` (medians of the same interleaved run), or the numerator alone when
+there is no denominator (an absolute time or size). A missed target is printed as ``missed``
+and never fails the run: the machine is shared and its load is not ours to assert on.
+
+Bounds come from the issues that set them (``source``): 13, performance round two; 2, the
+engine's step and memory targets; 3 and 7, the codec and large tensors (the two peak-memory
+bounds of issue 7's "small multiple of the inputs" are the ones its benchmarks asserted).
+A row with ``bound=None`` is context for the rows around it (printed as ``info``), not a
+target.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    measures: str
+    numerator: str
+    denominator: str | None  # None: the value is the numerator itself
+    bound: float | None
+    direction: Literal["<=", ">="] = "<="
+    unit: Literal["s", "B"] = "s"  # of the medians: seconds, or bytes for memory
+    source: str = "issue 13"
+
+    def met(self, value: float) -> bool | None:
+        if self.bound is None:
+            return None
+        return value <= self.bound if self.direction == "<=" else value >= self.bound
+
+
+def _sgd(size: str, layers: str, vs: str, bound: float | None, source: str) -> Target:
+    return Target(
+        f"sgd step {size} / {vs}",
+        f"one SGD step (forward, backward, update), MLP {layers}, float32, 1 thread",
+        "engine",
+        vs,
+        bound,
+        source=source,
+    )
+
+
+TINY, MEDIUM, LARGE = "4-8-3 b4", "784-256-10 b128", "1024-4096-1024 b512"
+FIRST_ROUND = "issue 2"  # the engine's first performance targets
+
+TARGETS: tuple[Target, ...] = (
+    Target(
+        "adam 20 steps / torch",
+        f"20 training steps with Adam from a fresh model and optimizer, MLP {MEDIUM}",
+        "engine",
+        "torch",
+        1.0,
+    ),
+    _sgd("tiny", TINY, "numpy", 2.0, "issue 13"),
+    _sgd("tiny", TINY, "torch", 0.5, FIRST_ROUND),
+    _sgd("medium", MEDIUM, "numpy", 1.05, "issue 13"),
+    _sgd("medium", MEDIUM, "torch", 0.9, FIRST_ROUND),
+    _sgd("large", LARGE, "numpy", None, "context"),
+    _sgd("large", LARGE, "torch", 1.1, FIRST_ROUND),
+    Target(
+        "step peak memory large / torch",
+        f"resident-set peak above the pre-step RSS over 3 SGD steps, {LARGE}, fresh processes",
+        "engine",
+        "torch",
+        1.0,
+        unit="B",
+        source=FIRST_ROUND,
+    ),
+    Target(
+        "diff 1e7 wide: speed-up",
+        "statistics of two 1e7 float32 arrays, absolute noise 1e-7 (ULP over 20+ buckets)",
+        "assert_array_max_ulp",
+        "diff_arrays",
+        10.0,
+        ">=",
+    ),
+    Target(
+        "diff 1e7 narrow: speed-up",
+        "statistics of two 1e7 float32 arrays, relative noise of about 1 ULP",
+        "assert_array_max_ulp",
+        "diff_arrays",
+        10.0,
+        ">=",
+    ),
+    Target(
+        "diff 1e3: time per call",
+        "statistics of two 1e3 float32 arrays (assert_array_max_ulp alongside as context)",
+        "diff_arrays",
+        None,
+        25e-6,
+    ),
+    Target(
+        "diff memmap 5e7: traced peak",
+        "peak traced allocations comparing two memory-mapped 5e7 float32 .npy files",
+        "diff_arrays",
+        None,
+        32 * 2**20,
+        unit="B",
+        source="issue 7",
+    ),
+    Target(
+        "diff 5e7: peak / inputs",
+        "peak traced allocations of diff_arrays on two in-memory 5e7 arrays, over their size",
+        "diff_arrays peak",
+        "input bytes",
+        0.05,
+        unit="B",
+        source="issue 7",
+    ),
+    Target(
+        "sidecar 5e7 / durable npy",
+        "write + read of one 5e7 float32 tensor as a sidecar vs the same durability in NumPy",
+        "sidecar write+read",
+        "np.save+fsync+np.load",
+        1.2,
+    ),
+    Target(
+        "sidecar 5e7 / plain npy",
+        "the same round trip vs np.save + np.load (no fsync: the page cache absorbs it)",
+        "sidecar write+read",
+        "np.save+np.load",
+        2.0,
+        source="issue 7",
+    ),
+    Target(
+        "json 1e6 / orjson",
+        "exact JSON write + read of 1e6 float32 values vs orjson's NumPy round trip",
+        "record write+read",
+        "orjson round trip",
+        3.0,
+        source="issue 3",
+    ),
+    Target(
+        "compare.py loose json 100k keys",
+        "compare.py A.json B.json on two loose JSON files of 100,000 scalar keys (1.3 MB)",
+        "compare.py",
+        None,
+        2.0,
+    ),
+    Target(
+        "make compare, all cases",
+        "python compare.py over every case (what `make compare` runs), wall time",
+        "compare.py",
+        None,
+        4.0,
+    ),
+    Target(
+        "start-up: harness.startup, all cases",
+        "the same run through harness.startup (imports with the GC frozen, no final collection)",
+        "compare.py via harness.startup",
+        "compare.py",
+        None,
+        source="context",
+    ),
+    Target(
+        "start-up: harness.startup, imports",
+        "python -c 'import torch, torch._dynamo', the same through harness.startup",
+        "imports via harness.startup",
+        "imports",
+        None,
+        source="context",
+    ),
+    Target(
+        "import torch + torch._dynamo",
+        "python -c 'import torch, torch._dynamo': the start-up floor of a case run",
+        "imports",
+        None,
+        None,
+        source="context",
+    ),
+    Target(
+        "start-up: harness.startup, train_step",
+        "compare.py --case train_step (builds a torch.optim optimizer), through harness.startup",
+        "train_step via harness.startup",
+        "train_step",
+        None,
+        source="context",
+    ),
+    Target(
+        "start-up: harness.startup, grad_location",
+        "compare.py --case grad_location (no optimizer, no torch._dynamo), the same",
+        "grad_location via harness.startup",
+        "grad_location",
+        None,
+        source="context",
+    ),
+)
+BY_NAME = {t.name: t for t in TARGETS}
+
+
+@dataclass
+class Measurement:
+    value: float
+    medians: dict[str, float]  # per side, seconds (or the side's own unit)
+    rounds: int
+    note: str = ""
+
+
+MEASURED: dict[str, Measurement] = {}
+LOAD: dict[str, tuple[float, float, float]] = {}
+
+
+def record(
+    name: str,
+    medians: dict[str, float],
+    rounds: int,
+    note: str = "",
+    into: dict[str, Measurement] = MEASURED,
+) -> Measurement:
+    """Store the medians of one benchmark under its target; the value follows from the table."""
+    target = BY_NAME[name]
+    value = medians[target.numerator]
+    if target.denominator is not None:
+        value /= medians[target.denominator]
+    into[name] = Measurement(value, dict(medians), rounds, note)
+    return into[name]
+
+
+def note_load(moment: str) -> None:
+    LOAD[moment] = os.getloadavg()
+
+
+# ---- the summary table ------------------------------------------------------------------
+
+
+def summary_lines(
+    measured: dict[str, Measurement] = MEASURED, load: dict[str, tuple] = LOAD
+) -> list[str]:
+    """The table printed at the end of a run: every measured target, then the ones not run."""
+    rows = [("target", "measured", "bound", "result", "medians (rounds)")]
+    previous = None
+    for target in TARGETS:
+        m = measured.get(target.name)
+        if m is None:
+            continue
+        met = target.met(m.value)
+        result = "info" if met is None else ("met" if met else "missed")
+        bound = "-" if target.bound is None else f"{target.direction} {_fmt(target.bound, target)}"
+        if previous is not None and m.medians == previous.medians:
+            detail = "(the rounds of the row above)"
+        else:
+            sides = ", ".join(f"{k} {_quantity(v, target)}" for k, v in m.medians.items())
+            detail = f"{sides} ({m.rounds})" + (f"; {m.note}" if m.note else "")
+        previous = m
+        rows.append((target.name, _fmt(m.value, target), bound, result, detail))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        for row in rows
+    ]
+    missing = [t.name for t in TARGETS if t.name not in measured]
+    if missing:
+        lines.append(f"not run in this session: {'; '.join(missing)}")
+    missed = sum(1 for row in rows if row[3] == "missed")
+    loads = "; ".join(f"load {k} {' '.join(f'{x:.2f}' for x in v)}" for k, v in load.items())
+    lines.append(f"{len(measured)} measured, {missed} missed; a missed target never fails the run.")
+    if loads:
+        lines[-1] += f" {loads}"
+    return lines
+
+
+def _fmt(value: float, target: Target) -> str:
+    """A target's value: a ratio when it has a denominator, else a quantity in its unit."""
+    if target.denominator is not None:
+        return f"{value:.3g}x"
+    return _quantity(value, target)
+
+
+def _quantity(value: float, target: Target) -> str:
+    """One median in a readable unit: MiB for memory, else s / ms / us."""
+    if target.unit == "B":
+        return f"{value / 2**20:.1f} MiB"
+    if value >= 1:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e6:.1f} us"

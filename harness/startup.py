@@ -1,0 +1,67 @@
+"""Process start-up and exit of a case run: importing torch without paying Python's cyclic
+garbage collector for it.
+
+``import torch`` and ``torch._dynamo`` create a great many long-lived objects (modules,
+functions, classes). With the collector on, the import triggers collection after collection
+that walks them again and again, and the interpreter's final collection at exit walks them
+once more. Neither frees anything: module contents live as long as the process. ``gc.freeze()``
+(documented since Python 3.7) moves every tracked object to a permanent generation that
+later collections skip; nothing in torch is patched and no computation changes, only when
+the collector runs.
+
+``torch._dynamo`` is not a choice: every ``torch.optim`` optimizer imports it, in
+``Optimizer.__init__`` (``add_param_group`` is wrapped in ``torch._disable_dynamo``, whose
+first call imports ``torch._dynamo``), again in ``zero_grad`` and in ``step``
+(``_use_grad_for_differentiable`` imports it and calls ``torch._dynamo.graph_break()``);
+``TORCHDYNAMO_DISABLE`` and ``torch.compiler.disable`` act only after that import (torch 2.13,
+``torch/optim/optimizer.py`` and ``torch/_compile.py``). A run whose cases build no optimizer
+never imports it, so ``import_torch`` leaves it to the first optimizer by default.
+
+The measurements behind this are printed by ``make bench`` (``benchmarks/bench_compare.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+
+@contextlib.contextmanager
+def imports_without_gc() -> Iterator[None]:
+    """Run the block with the collector off, then freeze what exists and restore the collector.
+
+    Meant for imports only: anything the block leaves behind is never collected afterwards.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+def import_torch(*, dynamo: bool = False) -> ModuleType:
+    """``import torch`` under ``imports_without_gc``; a no-op once torch is imported (so nothing
+    created since is frozen). ``dynamo=True`` imports ``torch._dynamo`` there too: worth it
+    only when an optimizer is certain to follow, since otherwise it is never imported."""
+    if "torch" in sys.modules and (not dynamo or "torch._dynamo" in sys.modules):
+        return sys.modules["torch"]
+    with imports_without_gc():
+        import torch
+
+        if dynamo:
+            import torch._dynamo  # what the first optimizer would import
+    return torch
+
+
+def skip_final_collection() -> None:
+    """Freeze everything just before the interpreter exits: its final collection then skips
+    the objects that are about to be freed by the process ending anyway. Finalizers of objects
+    caught in reference cycles then do not run, so call it last, from a program's entry point,
+    once every file is written and closed (never from a library function or a test)."""
+    gc.freeze()
