@@ -42,7 +42,6 @@ from harness.ulp import (
     Log2Histogram,
     narrow_distance,
     same_sign_distance,
-    ulp_distance,
     wide_distance,
 )
 
@@ -181,7 +180,7 @@ class _FloatScan:
         self.atol = round_down(tol.atol, dtype)
         self.atol_float = float(self.atol)
         self.hist = Log2Histogram()
-        self.best_abs, self.best_index = -1.0, -1
+        self.best_abs, self.best_index, self.best_ulp = -1.0, -1, -1  # largest |a - b|
         self.first_bad = -1  # first NaN or inf mismatch (flat index)
         self.max_rel, self.max_ulp = 0.0, -1
         self.mismatches = self.nan_mismatches = self.inf_mismatches = self.matched_nans = 0
@@ -208,7 +207,8 @@ class _FloatScan:
             m, k = ca.size, int(absdiff.argmax())
             worst = float(absdiff[k])
             bits_a, bits_b = ca.view(self.itype), cb.view(self.itype)
-        if worst > self.best_abs:
+        improved = worst > self.best_abs
+        if improved:
             self.best_abs, self.best_index = worst, start + (k if index is None else int(index[k]))
         if not opposite:
             dist = same_sign_distance(bits_a, bits_b, ws.dist[:m])
@@ -217,6 +217,8 @@ class _FloatScan:
         else:
             dist = wide_distance(bits_a, bits_b, self.mag_mask)
         dist_max = int(dist.max())
+        if improved:
+            self.best_ulp = int(dist[k])
         self.max_ulp = max(self.max_ulp, dist_max)
         self.hist.add(dist, dist_max, ws.mask, ws.keys, ws.as_f32)
         absb = np.abs(cb, out=ws.absb[:m])
@@ -230,7 +232,7 @@ class _FloatScan:
         if not (math.isfinite(ca.min()) and math.isfinite(ca.max())):  # NaN propagates
             return False
         if self.best_abs < 0:
-            self.best_abs, self.best_index = 0.0, start
+            self.best_abs, self.best_index, self.best_ulp = 0.0, start, 0
         self.max_ulp = max(self.max_ulp, 0)
         self.hist.add_zeros(ca.size)
         return True
@@ -285,7 +287,8 @@ class _FloatScan:
         }
         if worst_at >= 0:
             fields.update(worst_fields(a, b, worst_at))
-            fields["worst_ulp"] = ulp_distance(fields["a_worst"], fields["b_worst"], self.name)
+            # a NaN / inf mismatch has no ULP distance; else the worst pair is the largest |a - b|
+            fields["worst_ulp"] = None if self.first_bad >= 0 else self.best_ulp
         if self.best_index >= 0:
             # Recomputed in float64 from the pair: exact for float16/32, whatever the pass used.
             if self.best_index == worst_at:
