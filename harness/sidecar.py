@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import math
 import os
+import platform
 import re
 import stat
 import tempfile
@@ -67,7 +68,7 @@ _MAX_KEY_CHARS = 80
 _MAX_TEMP_TARGET = 100  # characters of the target's name kept in its temporary file's name
 _PASS_CHUNK = 16 * SUMMARY_CHUNK  # elements per write / hash step (4 MiB of float32)
 STALE_AFTER = 300.0  # seconds after which another host's temporary file counts as abandoned
-_HOST = hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]
+_HOST = hashlib.sha256(platform.node().encode()).hexdigest()[:8]  # no host name on disk
 _TEMP = re.compile(r"\.(?P<target>.+)\.(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]+)\.[a-z0-9_]{8}\.tmp")
 _MAX_CACHED = 1024
 
