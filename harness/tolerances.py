@@ -3,7 +3,9 @@
 An element of a compared pair agrees when ``|a - b| <= atol + rtol * |b|`` (``b`` is the
 reference side, as in ``numpy.testing.assert_allclose``), or when ``ulps`` is set and the ULP
 distance of the pair is at most ``ulps``. ``harness.diff`` applies the rule; this module only
-says which numbers to use.
+says which numbers to use. Integer distances meet atol and rtol exactly (no rounding to
+float64) and have no ULPs; bools, strings, None and errors compare exactly whatever the
+tolerance.
 
 A case may override the default for some keys with ``{glob: Tolerance(..., reason="...")}``.
 An override without a reason is refused: a loosened tolerance that nobody explained is the

@@ -321,7 +321,9 @@ class _Reader(LooseReading):
         if not self.verify:
             return None
         try:
-            return sidecar.read_sidecar(self.path.parent, name, dtype, shape, digest)
+            return sidecar.read_sidecar(
+                self.path.parent, name, dtype, shape, digest, summary=obj["summary"]
+            )
         except sidecar.SidecarError as exc:
             raise self.fail(key, str(exc)) from None
 
