@@ -1,0 +1,438 @@
+"""Pooling: max (with indices), average and adaptive average, 1-D and 2-D, with their VJPs.
+
+burn reference (commit 2c06be351006851d42fdb6df16b976f4a82d9747): burn-flex/src/ops/pool.rs
+(every pool runs as a 3-D pool; `max_pool3d_with_indices_impl`, `avg_pool3d_impl`,
+`adaptive_avg_pool3d_impl` and the `*_backward_impl` functions), burn-backend's
+ops/modules/pool.rs (1-D pools run as 2-D ones) and burn-autodiff/src/ops/module.rs (the
+backward of max pool scatters the output gradient to the forward's indices; avg and adaptive
+pools call the backend's backward with the saved input).
+
+Max and average pools loop over the kernel taps (at most `kernel_h * kernel_w` array
+operations, none over output positions) in flex's order, so their values are flex's to the
+bit: the same comparisons for max, the same sums in the same order for average (the backward
+adds the taps in reverse so that each input element receives its terms in flex's
+output-position order). Adaptive pools sum with `np.add.reduceat` (rows first), which agrees
+with flex's one-by-one sum to rounding, not bit for bit.
+
+Differences from PyTorch (burn's behaviour kept), each noted where it applies:
+- ceil mode keeps a last window that starts in the right padding (see `pool_output_size`);
+- no bound on padding (PyTorch: at most half the kernel); a window with no input element
+  gives max -inf with index -1 (no gradient) and average 0;
+- max pool and NaN: flex takes a window's first valid element, then any strictly greater
+  one, so a NaN wins only as the first element; PyTorch's CPU kernel takes every NaN;
+- average pool backward with `count_include_pad` divides by the whole kernel size, where the
+  forward divided by the part of the window inside the padded input: they differ for ceil
+  mode's clipped last windows, where burn's gradient is not the forward's derivative.
+Ties in max pool go to the first maximum in row-major window order in both burn and PyTorch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._common import (
+    check_float,
+    check_grad_shape,
+    check_rank,
+    fmt,
+    ints,
+    pad_spatial,
+    pool_output_size,
+    tap,
+    too_small,
+)
+from ..errors import ShapeError
+
+_LAYOUT = {1: "[batch, channels, length]", 2: "[batch, channels, height, width]"}
+
+
+@dataclass(frozen=True, slots=True)
+class MaxPoolOutput:
+    """`output` and, per output element, the flat index `h * W + w` of the input element it
+    took within its (batch, channel) plane (`int64`; -1 for a window without input)."""
+
+    output: np.ndarray
+    indices: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class PoolGrads:
+    """The gradient of a pool's input."""
+
+    x: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """Validated 2-D pooling arguments (1-D ones with a height of 1) and the output size."""
+
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    out: tuple[int, int]
+
+
+# ---------------------------------------------------------------------------------------------
+# max pool
+# ---------------------------------------------------------------------------------------------
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """burn `module::max_pool1d_with_indices(x, kernel_size, stride, padding, dilation,
+    ceil_mode)`: x `[N, C, L]` -> `MaxPoolOutput` `[N, C, L_out]` (indices = positions in L).
+    `stride` None = `kernel_size` (burn-nn's `MaxPool1dConfig` default)."""
+    w = _window("max_pool1d", x, 1, kernel_size, stride, padding, dilation, ceil_mode)
+    r = _max_pool2d(x[:, :, None, :], w)
+    return MaxPoolOutput(output=r.output[:, :, 0, :], indices=r.indices[:, :, 0, :])
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """burn `module::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation,
+    ceil_mode)`: x `[N, C, H, W]` -> `MaxPoolOutput` `[N, C, H_out, W_out]`,
+    `H_out = (H + 2*padding - dilation*(K-1) - 1) // stride + 1` (ceil in ceil mode)."""
+    w = _window("max_pool2d", x, 2, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool2d(x, w)
+
+
+def max_pool1d_backward(grad, indices, x_shape) -> PoolGrads:
+    """The VJP of `max_pool1d`: each output gradient added to the input element its index
+    names (flex `max_pool3d_backward_impl`); `x_shape` = the input's shape `[N, C, L]`."""
+    x_shape = _input_shape("max_pool1d", x_shape, 1)
+    r = _max_pool_backward(
+        "max_pool1d", grad[:, :, None, :], indices[:, :, None, :], (*x_shape[:2], 1, x_shape[2])
+    )
+    return PoolGrads(x=r[:, :, 0, :])
+
+
+def max_pool2d_backward(grad, indices, x_shape) -> PoolGrads:
+    """The VJP of `max_pool2d`: each output gradient added, in output order, to the input
+    element its index names (flex `max_pool3d_backward_impl`; index -1 adds nothing)."""
+    x_shape = _input_shape("max_pool2d", x_shape, 2)
+    return PoolGrads(x=_max_pool_backward("max_pool2d", grad, indices, x_shape))
+
+
+def _max_pool2d(x: np.ndarray, w: _Window) -> MaxPoolOutput:
+    """flex's scan: per window, the first valid element, then each strictly greater one.
+
+    Kernel tap t (row-major) is compared for all output positions at once; a position whose
+    window has not yet met a valid element takes the tap's value whatever it is (flex's
+    `max_idx < 0 ||`), which is how a leading NaN or -inf is kept as flex keeps it."""
+    n, c, h, width = x.shape
+    xp = _padded_for(x, w)
+    valid_h, valid_w = _valid(h, w, 0), _valid(width, w, 1)  # [out, kernel] each
+    best = np.full((n, c, *w.out), -np.inf, dtype=x.dtype)
+    arg = np.full((n, c, *w.out), -1, dtype=np.int64)
+    pending = True  # some position has not taken any element yet
+    kh, kw = w.kernel
+    for i in range(kh):
+        for j in range(kw):
+            v = xp[(slice(None), slice(None), *tap(w.out, i, j, w.stride, w.dilation))]
+            mask = valid_h[:, i, None] & valid_w[None, :, j]  # [OH, OW]
+            take = np.greater(v, best)
+            if pending:
+                take |= arg < 0
+            full = mask.all()
+            if not full:
+                take &= mask
+            np.copyto(best, v, where=take)
+            np.copyto(arg, i * kw + j, where=take)
+            pending = pending and not full
+    return MaxPoolOutput(output=best, indices=_flat_indices(arg, w, width))
+
+
+def _flat_indices(arg: np.ndarray, w: _Window, width: int) -> np.ndarray:
+    """Tap numbers -> flat input indices `ih * width + iw` (-1 stays -1)."""
+    kw = w.kernel[1]
+    i, j = np.divmod(arg, kw)
+    row0 = np.arange(w.out[0])[:, None] * w.stride[0] - w.padding[0]
+    col0 = np.arange(w.out[1])[None, :] * w.stride[1] - w.padding[1]
+    flat = (row0 + i * w.dilation[0]) * width + col0 + j * w.dilation[1]
+    return np.where(arg < 0, -1, flat)
+
+
+def _max_pool_backward(op, grad, indices, x_shape) -> np.ndarray:
+    check_float(op, grad)
+    n, c, h, w = x_shape
+    if grad.shape[:2] != (n, c) or indices.shape != grad.shape:
+        raise ShapeError(
+            f"{op}: an output gradient {fmt(grad.shape)} and indices {fmt(indices.shape)} do "
+            f"not match the input {fmt(x_shape)}"
+        )
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"{op}: indices must be integers, got {indices.dtype}")
+    plane = h * w
+    if indices.size and (indices.min() < -1 or indices.max() >= plane):
+        raise ShapeError(f"{op}: indices out of range for an input plane of {plane} elements")
+    gx = np.zeros(n * c * plane, dtype=grad.dtype)
+    flat = indices.reshape(n * c, -1) + (np.arange(n * c) * plane)[:, None]
+    values = grad.reshape(n * c, -1)
+    keep = indices.reshape(n * c, -1) >= 0
+    if not keep.all():
+        flat, values = flat[keep], values[keep]
+    # In output order, as flex's loop; np.add.at sums repeated indices one by one.
+    np.add.at(gx, flat.reshape(-1), values.reshape(-1))
+    return gx.reshape(x_shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# average pool
+# ---------------------------------------------------------------------------------------------
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, count_include_pad=True, ceil_mode=False):
+    """burn `module::avg_pool1d(x, kernel_size, stride, padding, count_include_pad,
+    ceil_mode)`: x `[N, C, L]` -> `[N, C, L_out]` (see `avg_pool2d`)."""
+    w = _window("avg_pool1d", x, 1, kernel_size, stride, padding, 1, ceil_mode)
+    return _avg_pool2d(x[:, :, None, :], w, count_include_pad)[:, :, 0, :]
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad=True, ceil_mode=False):
+    """burn `module::avg_pool2d(x, kernel_size, stride, padding, count_include_pad,
+    ceil_mode)`: x `[N, C, H, W]` -> `[N, C, H_out, W_out]`, each window's sum over its input
+    elements divided by the number of its positions inside the padded input
+    (`count_include_pad`, burn's and PyTorch's default) or of its input elements, at least 1
+    (flex `avg_pool3d_impl`: `pad_count.max(1)` / `count.max(1)`)."""
+    w = _window("avg_pool2d", x, 2, kernel_size, stride, padding, 1, ceil_mode)
+    return _avg_pool2d(x, w, count_include_pad)
+
+
+def avg_pool1d_backward(
+    grad, x_shape, kernel_size, stride=None, padding=0, count_include_pad=True, ceil_mode=False
+) -> PoolGrads:
+    """The VJP of `avg_pool1d` (burn's rule, see `avg_pool2d_backward`)."""
+    x_shape = _input_shape("avg_pool1d", x_shape, 1)
+    w = _window_for_shape("avg_pool1d", x_shape, 1, kernel_size, stride, padding, ceil_mode)
+    shape2 = (*x_shape[:2], 1, x_shape[2])
+    check_grad_shape("avg_pool1d", grad, (*x_shape[:2], w.out[1]))
+    gx = _avg_pool_backward(grad[:, :, None, :], shape2, w, count_include_pad)
+    return PoolGrads(x=gx[:, :, 0, :])
+
+
+def avg_pool2d_backward(
+    grad, x_shape, kernel_size, stride=None, padding=0, count_include_pad=True, ceil_mode=False
+) -> PoolGrads:
+    """The VJP of `avg_pool2d` as burn computes it (flex `avg_pool3d_backward_impl`): each
+    output gradient divided by the kernel size (`count_include_pad`) or by its window's count
+    of input elements, then added to those elements.
+
+    Differs from PyTorch (and from the derivative of burn's own forward) for ceil mode's
+    clipped last windows with `count_include_pad`: the forward divided by the positions inside
+    the padded input, this divides by the whole kernel."""
+    x_shape = _input_shape("avg_pool2d", x_shape, 2)
+    w = _window_for_shape("avg_pool2d", x_shape, 2, kernel_size, stride, padding, ceil_mode)
+    check_grad_shape("avg_pool2d", grad, (*x_shape[:2], *w.out))
+    return PoolGrads(x=_avg_pool_backward(grad, x_shape, w, count_include_pad))
+
+
+def _avg_pool2d(x: np.ndarray, w: _Window, count_include_pad: bool) -> np.ndarray:
+    xp = _padded_for(x, w)
+    total = np.zeros((*x.shape[:2], *w.out), dtype=x.dtype)
+    kh, kw = w.kernel
+    for i in range(kh):  # flex's order: a running sum from 0 over the taps, row-major
+        for j in range(kw):
+            total += xp[(slice(None), slice(None), *tap(w.out, i, j, w.stride, w.dilation))]
+    if count_include_pad:
+        divisor = _inside_padded(x.shape[2], w, 0)[:, None] * _inside_padded(x.shape[3], w, 1)
+    else:
+        divisor = _valid(x.shape[2], w, 0).sum(1)[:, None] * _valid(x.shape[3], w, 1).sum(1)
+    total /= np.maximum(divisor, 1).astype(x.dtype)
+    return total
+
+
+def _avg_pool_backward(grad, x_shape, w: _Window, count_include_pad: bool) -> np.ndarray:
+    check_float("avg_pool", grad)
+    n, c, h, width = x_shape
+    if count_include_pad:
+        divisor = np.full(w.out, w.kernel[0] * w.kernel[1])
+    else:
+        divisor = _valid(h, w, 0).sum(1)[:, None] * _valid(width, w, 1).sum(1)
+    share = grad / np.maximum(divisor, 1).astype(grad.dtype)
+    hp, wp = _padded_size(h, w, 0), _padded_size(width, w, 1)
+    plane = np.zeros((n, c, hp, wp), dtype=grad.dtype)
+    kh, kw = w.kernel
+    # Reverse tap order: each input element then receives its terms in flex's order (output
+    # positions ascending), starting from 0, so the sums are flex's to the bit.
+    for i in reversed(range(kh)):
+        for j in reversed(range(kw)):
+            plane[(slice(None), slice(None), *tap(w.out, i, j, w.stride, w.dilation))] += share
+    p0, p1 = w.padding
+    return np.ascontiguousarray(plane[:, :, p0 : p0 + h, p1 : p1 + width])
+
+
+# ---------------------------------------------------------------------------------------------
+# adaptive average pool
+# ---------------------------------------------------------------------------------------------
+
+
+def adaptive_avg_pool1d(x, output_size) -> np.ndarray:
+    """burn `module::adaptive_avg_pool1d(x, output_size)`: x `[N, C, L]` -> `[N, C, out]`;
+    bin o covers `[floor(o * L / out), ceil((o + 1) * L / out))` (flex
+    `adaptive_avg_pool3d_impl`; PyTorch's `start_index` / `end_index` give the same bins)."""
+    out = _adaptive_args("adaptive_avg_pool1d", x, 1, output_size)
+    return _adaptive_forward(x[:, :, None, :], out)[:, :, 0, :]
+
+
+def adaptive_avg_pool2d(x, output_size) -> np.ndarray:
+    """burn `module::adaptive_avg_pool2d(x, output_size)`: x `[N, C, H, W]` ->
+    `[N, C, out_h, out_w]`, each bin's mean (bins as `adaptive_avg_pool1d`, per dim)."""
+    out = _adaptive_args("adaptive_avg_pool2d", x, 2, output_size)
+    return _adaptive_forward(x, out)
+
+
+def adaptive_avg_pool1d_backward(grad, x_shape) -> PoolGrads:
+    """The VJP of `adaptive_avg_pool1d` (flex `adaptive_avg_pool3d_backward_impl`)."""
+    x_shape = _input_shape("adaptive_avg_pool1d", x_shape, 1)
+    check_float("adaptive_avg_pool1d", grad)
+    if grad.ndim != 3 or grad.shape[:2] != x_shape[:2]:
+        raise ShapeError(
+            f"adaptive_avg_pool1d: an output gradient {fmt(grad.shape)} does not match the "
+            f"input {fmt(x_shape)}"
+        )
+    gx = _adaptive_backward(grad[:, :, None, :], (*x_shape[:2], 1, x_shape[2]))
+    return PoolGrads(x=gx[:, :, 0, :])
+
+
+def adaptive_avg_pool2d_backward(grad, x_shape) -> PoolGrads:
+    """The VJP of `adaptive_avg_pool2d`: each output gradient divided by its bin's size and
+    added to every element of the bin (flex `adaptive_avg_pool3d_backward_impl`)."""
+    x_shape = _input_shape("adaptive_avg_pool2d", x_shape, 2)
+    check_float("adaptive_avg_pool2d", grad)
+    if grad.ndim != 4 or grad.shape[:2] != x_shape[:2]:
+        raise ShapeError(
+            f"adaptive_avg_pool2d: an output gradient {fmt(grad.shape)} does not match the "
+            f"input {fmt(x_shape)}"
+        )
+    return PoolGrads(x=_adaptive_backward(grad, x_shape))
+
+
+def adaptive_bins(size_in: int, size_out: int) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of the `size_out` bins over `size_in` elements (flex's formula)."""
+    o = np.arange(size_out)
+    return (o * size_in) // size_out, -((-(o + 1) * size_in) // size_out)
+
+
+def _adaptive_forward(x: np.ndarray, out) -> np.ndarray:
+    sums = x
+    counts = []
+    for axis, size_out in ((3, out[1]), (2, out[0])):
+        start, end = adaptive_bins(x.shape[axis], size_out)
+        sums = _segment_sums(sums, axis, start, end)
+        counts.append(end - start)
+    divisor = counts[1][:, None] * counts[0][None, :]
+    return sums / divisor.astype(x.dtype)
+
+
+def _adaptive_backward(grad: np.ndarray, x_shape) -> np.ndarray:
+    bins = [adaptive_bins(x_shape[axis], grad.shape[axis]) for axis in (2, 3)]
+    counts = [end - start for start, end in bins]
+    share = grad / (counts[0][:, None] * counts[1][None, :]).astype(grad.dtype)
+    for axis, (start, end) in ((3, bins[1]), (2, bins[0])):
+        # Input element e is in the contiguous bin range [first(e), last(e)]: the bins whose
+        # start <= e < end. The input gradient along this axis sums the shares over it.
+        e = np.arange(x_shape[axis])
+        first = np.searchsorted(end, e, side="right")
+        last = np.searchsorted(start, e, side="right")
+        share = _segment_sums(share, axis, first, last)
+    return np.ascontiguousarray(share)
+
+
+def _segment_sums(a: np.ndarray, axis: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Along `axis`, out[k] = sum of a[start[k]:end[k]] (segments may overlap; none empty)."""
+    # reduceat sums [idx[m], idx[m + 1]): interleaving starts and ends makes every even
+    # result one segment. A zero appended along the axis keeps an end == length in range.
+    pad = [(0, 0)] * a.ndim
+    pad[axis] = (0, 1)
+    padded = np.pad(a, pad)
+    idx = np.empty(2 * len(start), dtype=np.intp)
+    idx[0::2], idx[1::2] = start, end
+    return np.add.reduceat(padded, idx, axis=axis).take(np.arange(0, len(idx), 2), axis=axis)
+
+
+def _adaptive_args(op, x, nd, output_size) -> tuple[int, int]:
+    check_float(op, x)
+    check_rank(op, "an input", x, _LAYOUT[nd])
+    out = ints(op, "output_size", output_size, nd, minimum=1)
+    if min(x.shape[2:], default=1) < 1:
+        raise ShapeError(f"{op}: expected a non-empty input, got shape {fmt(x.shape)}")
+    return out if nd == 2 else (1, *out)
+
+
+# ---------------------------------------------------------------------------------------------
+# window geometry
+# ---------------------------------------------------------------------------------------------
+
+
+def _input_shape(op: str, shape, nd: int) -> tuple[int, ...]:
+    shape = tuple(int(n) for n in shape)
+    if len(shape) != nd + 2:
+        raise ShapeError(f"{op}: expected an input shape {_LAYOUT[nd]}, got {fmt(shape)}")
+    return shape
+
+
+def _window(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode) -> _Window:
+    check_float(op, x)
+    check_rank(op, "an input", x, _LAYOUT[nd])
+    return _window_for_shape(op, x.shape, nd, kernel_size, stride, padding, ceil_mode, dilation)
+
+
+def _window_for_shape(op, shape, nd, kernel_size, stride, padding, ceil_mode, dilation=1):
+    """Arguments as 2-D tuples (a 1-D pool gets height 1) and the output size (flex's)."""
+
+    def two(name, value, minimum, fill):
+        values = ints(op, name, value, nd, minimum=minimum)
+        return values if nd == 2 else (fill, *values)
+
+    kernel = two("kernel_size", kernel_size, 1, 1)
+    stride = kernel if stride is None else two("stride", stride, 1, 1)
+    pad = two("padding", padding, 0, 0)
+    dil = two("dilation", dilation, 1, 1)
+    spatial = tuple(shape[2:]) if nd == 2 else (1, shape[-1])
+    out = tuple(
+        pool_output_size(spatial[a], kernel[a], stride[a], pad[a], dil[a], ceil_mode)
+        for a in range(2)
+    )
+    if min(out) < 1:
+        raise too_small(op, shape, kernel[2 - nd :], dil[2 - nd :], pad[2 - nd :])
+    return _Window(kernel=kernel, stride=stride, padding=pad, dilation=dil, out=out)
+
+
+def _positions(size: int, w: _Window, axis: int) -> np.ndarray:
+    """`[out, kernel]` input coordinates the taps read (negative or >= size: outside)."""
+    o = np.arange(w.out[axis])[:, None] * w.stride[axis] - w.padding[axis]
+    return o + np.arange(w.kernel[axis])[None, :] * w.dilation[axis]
+
+
+def _valid(size: int, w: _Window, axis: int) -> np.ndarray:
+    """`[out, kernel]` True where a tap reads an input element (flex `valid_range_*`)."""
+    pos = _positions(size, w, axis)
+    return (pos >= 0) & (pos < size)
+
+
+def _inside_padded(size: int, w: _Window, axis: int) -> np.ndarray:
+    """Per output, the window positions inside the padded input: flex `padded_len_avgpool`,
+    `clamp(size + 2*padding - o*stride, 0, kernel)` (avg pools have no dilation)."""
+    o = np.arange(w.out[axis]) * w.stride[axis]
+    return np.clip(size + 2 * w.padding[axis] - o, 0, w.kernel[axis])
+
+
+def _padded_size(size: int, w: _Window, axis: int) -> int:
+    """The padded extent the taps reach: the padding on both sides, or further in ceil mode."""
+    reach = (w.out[axis] - 1) * w.stride[axis] + (w.kernel[axis] - 1) * w.dilation[axis] + 1
+    return max(size + 2 * w.padding[axis], reach)
+
+
+def _padded_for(x: np.ndarray, w: _Window) -> np.ndarray:
+    """x zero-padded far enough for every tap (values outside the input are never used by
+    max pool, which masks them, and add 0 in average pools)."""
+    h, width = x.shape[2:]
+    extra = (
+        _padded_size(h, w, 0) - h - 2 * w.padding[0],
+        _padded_size(width, w, 1) - width - 2 * w.padding[1],
+    )
+    xp = pad_spatial(x, w.padding)
+    if any(extra):
+        xp = np.pad(xp, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
+    return xp
