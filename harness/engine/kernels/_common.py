@@ -1,5 +1,5 @@
 """What the convolution, pooling and embedding kernels share: argument checks, output sizes,
-zero padding and the strided window view (im2col without a copy).
+zero padding and kernel-tap slices.
 
 Shape errors are `ShapeError` (a ValueError) whose one-line message starts with the op's name
 and states the expected and the given shape. Where burn has a runtime message, its text is kept
@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..errors import DTypeMismatchError, ShapeError
 
@@ -144,25 +143,10 @@ def pad_spatial(x: np.ndarray, padding: Sequence[int]) -> np.ndarray:
         return x
     shape = x.shape[:2] + tuple(n + 2 * p for n, p in zip(x.shape[2:], padding, strict=True))
     out = np.zeros(shape, dtype=x.dtype)
-    inner = (slice(None), slice(None)) + tuple(
-        slice(p, p + n) for n, p in zip(x.shape[2:], padding, strict=True)
-    )
+    spatial = (slice(p, p + n) for n, p in zip(x.shape[2:], padding, strict=True))
+    inner = (slice(None), slice(None), *spatial)
     out[inner] = x
     return out
-
-
-def windows(
-    xp: np.ndarray, out_hw: Sequence[int], kernel, stride, dilation
-) -> np.ndarray:
-    """A read-only view `[N, C, OH, OW, KH, KW]` of the 4-D `xp`: element `[n, c, oh, ow, i, j]`
-    is `xp[n, c, oh*stride[0] + i*dilation[0], ow*stride[1] + j*dilation[1]]`. No copy."""
-    sn, sc, sh, sw = xp.strides
-    return as_strided(
-        xp,
-        shape=(xp.shape[0], xp.shape[1], out_hw[0], out_hw[1], kernel[0], kernel[1]),
-        strides=(sn, sc, sh * stride[0], sw * stride[1], sh * dilation[0], sw * dilation[1]),
-        writeable=False,
-    )
 
 
 def tap(out_hw: Sequence[int], i: int, j: int, stride, dilation) -> tuple[slice, slice]:

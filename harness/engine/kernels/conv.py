@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ShapeError
 from . import _columns as columns
 from ._common import (
     check_channels,
@@ -60,7 +61,6 @@ from ._common import (
     ints,
     too_small,
 )
-from ..errors import ShapeError
 
 _LAYOUT = {1: "[batch, channels, length]", 2: "[batch, channels, height, width]"}
 _WEIGHT = {1: "[out, in / groups, kernel]", 2: "[out, in / groups, kernel_h, kernel_w]"}
@@ -181,7 +181,7 @@ def conv_transpose2d(
     `H_out = (H - 1)*stride + dilation*(KH - 1) + 1 + padding_out - 2*padding`
     (burn-backend `calculate_conv_transpose_output_size`, the same as PyTorch)."""
     g, pad_out = _check_transpose(x, weight, bias, stride, padding, padding_out, dilation, groups)
-    n, c_in, h, w = x.shape
+    c_in, h, w = x.shape[1:]
     c_out = weight.shape[1] * g.groups
     gr = _transpose_grid((h, w), g, pad_out)
     # cols[(co, i, j), (n, h, r)] = sum_ci weight[ci, co, i, j] * x[n, ci, h, r]
@@ -270,10 +270,14 @@ def _conv2d_backward(grad, x, weight, g, need_x, need_weight, need_bias, cols) -
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """A batched matmul over the leading groups axis; one 2-D gemm when there is one group."""
-    if a.shape[0] == 1:
-        return np.matmul(a[0], b[0])[None]
-    return np.matmul(a, b)
+    """A batched matmul over the leading groups axis; one 2-D gemm when there is one group.
+
+    NumPy's "invalid value" warning is silenced: garbage columns (see _columns.py) can make a
+    NaN that no output keeps, and burn computes NaN from non-finite inputs without a word."""
+    with np.errstate(invalid="ignore"):
+        if a.shape[0] == 1:
+            return np.matmul(a[0], b[0])[None]
+        return np.matmul(a, b)
 
 
 def _with_bias(out_view: np.ndarray, bias) -> np.ndarray:
@@ -337,7 +341,9 @@ def _check_conv(op, x, weight, bias, nd, stride, padding, dilation, groups) -> _
     for i, size in enumerate(spatial):
         j = i + 2 - nd
         if conv_output_size(size, g.kernel[j], g.stride[j], g.padding[j], g.dilation[j]) < 1:
-            raise too_small(op, x.shape, weight.shape[2:], g.dilation[2 - nd :], g.padding[2 - nd :])
+            raise too_small(
+                op, x.shape, weight.shape[2:], g.dilation[2 - nd :], g.padding[2 - nd :]
+            )
     return g
 
 

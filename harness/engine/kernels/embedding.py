@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import INDEX_OUT_OF_BOUNDS, check_float, check_grad_shape, check_rank, fmt
 from ..errors import ShapeError
+from ._common import INDEX_OUT_OF_BOUNDS, check_float, check_grad_shape, check_rank, fmt
 
 
 @dataclass(frozen=True, slots=True)

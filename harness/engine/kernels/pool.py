@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ShapeError
 from ._common import (
     check_float,
     check_grad_shape,
@@ -43,7 +44,6 @@ from ._common import (
     tap,
     too_small,
 )
-from ..errors import ShapeError
 
 _LAYOUT = {1: "[batch, channels, length]", 2: "[batch, channels, height, width]"}
 
