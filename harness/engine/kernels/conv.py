@@ -5,12 +5,12 @@ Layouts are burn's (and PyTorch's): inputs `[batch, channels, spatial...]`, conv
 channels_out / groups, kernel...]` (burn-nn/src/modules/conv/conv_transpose2d.rs, field
 `weight`), bias `[channels_out]`.
 
-How: the input is zero-padded once, a strided view lists every kernel window (no copy), one
-copy lays the windows out as columns `[groups, channels/groups * kernel, batch * positions]`
-(im2col) and one batched matmul over the groups does the arithmetic (a single gemm when
-groups == 1). The reverse direction (input gradient, transposed conv forward) is a matmul into
-columns plus col2im, a scatter-add over the kernel taps (at most `kernel_h * kernel_w` array
-additions, no loop over output positions).
+How (see _columns.py): the input is copied once into a zero-padded batch-last plane, a
+strided view lists every kernel window (no copy), one copy lays the windows out as columns
+`[groups, channels/groups * kernel, positions * batch]` (im2col) and one batched matmul over
+the groups does the arithmetic (a single gemm when groups == 1). The reverse direction (input
+gradient, transposed conv forward) is a matmul into columns plus col2im, a scatter-add over
+the kernel taps (`kernel_h * kernel_w` array additions, no loop over output positions).
 
 burn reference (commit 2c06be351006851d42fdb6df16b976f4a82d9747):
 - forward: burn-flex/src/ops/conv.rs (`conv2d_f32` -> `conv3d_impl`, tiled im2col + gemm;
@@ -26,8 +26,9 @@ burn reference (commit 2c06be351006851d42fdb6df16b976f4a82d9747):
 
 Differences from PyTorch (burn's behaviour kept):
 - `conv_transpose2d` takes `padding_out` (PyTorch `output_padding`) and checks no bound on it;
-  PyTorch requires `output_padding < stride or < dilation`. A larger `padding_out` adds rows
-  and columns that only the bias reaches. Its argument order is burn's (`stride, padding,
+  PyTorch requires `output_padding < stride or < dilation`. A larger `padding_out` extends
+  the output at the bottom and right, first with positions the `padding` crop would drop,
+  then with positions only the bias reaches. Its argument order is burn's (`stride, padding,
   padding_out, dilation, groups`), PyTorch's functional puts `groups` before `dilation`.
 - Only symmetric padding: burn's asymmetric (`PaddedConvOptions`) and `Same` padding are
   resolved by the module layer with an explicit pad before the op.
@@ -183,15 +184,15 @@ def conv_transpose2d(
     g, pad_out = _check_transpose(x, weight, bias, stride, padding, padding_out, dilation, groups)
     c_in, h, w = x.shape[1:]
     c_out = weight.shape[1] * g.groups
-    gr = _transpose_grid((h, w), g, pad_out)
-    # cols[(co, i, j), (n, h, r)] = sum_ci weight[ci, co, i, j] * x[n, ci, h, r]
-    xg = columns.extend(x.transpose(1, 0, 2, 3), gr).reshape(g.groups, c_in // g.groups, -1)
+    # cols[(co, i, j), (h, w, n)] = sum_ci weight[ci, co, i, j] * x[n, ci, h, w]
+    xg = columns.batch_last(x).reshape(g.groups, c_in // g.groups, -1)
     wg = weight.reshape(g.groups, c_in // g.groups, -1).transpose(0, 2, 1)
     cols = _matmul(wg, xg).reshape(c_out * g.kernel[0] * g.kernel[1], -1)
-    full = columns.col2im(cols, gr, clean=not np.isfinite(weight).all())
+    full = _full_transpose_hw((h, w), g, pad_out)
+    plane = columns.col2im(cols, full, (h, w), g.kernel, g.stride, g.dilation)
     (p0, p1), (h_out, w_out) = g.padding, _transpose_out_hw((h, w), g, pad_out)
-    out = full[:, :, p0 : p0 + h_out, p1 : p1 + w_out].transpose(1, 0, 2, 3)
-    return _with_bias(out, bias)
+    cropped = plane[:, p0 : p0 + h_out, p1 : p1 + w_out]
+    return _with_bias(columns.batch_first(cropped, (h_out, w_out)), bias)
 
 
 def conv_transpose2d_backward(
@@ -204,20 +205,22 @@ def conv_transpose2d_backward(
     the first H x W positions (burn's `conv_transpose2d_x_backward` slices the same way when
     `padding_out` >= stride adds positions); weight: input times the im2col of `grad`."""
     g, pad_out = _check_transpose(x, weight, None, stride, padding, padding_out, dilation, groups)
-    n, c_in, h, w = x.shape
+    c_in, h, w = x.shape[1:]
     c_out = weight.shape[1] * g.groups
     check_float("conv_transpose2d", grad, x, weight)
-    check_grad_shape("conv_transpose2d", grad, (n, c_out, *_transpose_out_hw((h, w), g, pad_out)))
-    gr = _transpose_grid((h, w), g, pad_out)
-    # [groups, c_out/groups * KH * KW, N * H * row_len]
-    cols = columns.im2col(columns.plane(grad, gr, g.padding), gr, g.groups, clean=need_weight)
+    check_grad_shape(
+        "conv_transpose2d", grad, (x.shape[0], c_out, *_transpose_out_hw((h, w), g, pad_out))
+    )
+    # The padded gradient is the uncropped output plane; its H x W windows are the input's.
+    gp = columns.plane(grad, g.padding, _full_transpose_hw((h, w), g, pad_out))
+    cols = columns.im2col(gp, (h, w), g.kernel, g.stride, g.dilation)
+    cols = cols.reshape(g.groups, -1, cols.shape[-1])  # [groups, c_out/groups * KH * KW, H*W*N]
     gx = gw = gb = None
     if need_x:
         wg = weight.reshape(g.groups, c_in // g.groups, -1)
-        gx = columns.compact(_matmul(wg, cols).reshape(c_in, -1), gr, c_in)
-        gx = np.ascontiguousarray(gx.transpose(1, 0, 2, 3))
+        gx = np.ascontiguousarray(columns.batch_first(_matmul(wg, cols).reshape(c_in, -1), (h, w)))
     if need_weight:
-        xg = columns.extend(x.transpose(1, 0, 2, 3), gr).reshape(g.groups, c_in // g.groups, -1)
+        xg = columns.batch_last(x).reshape(g.groups, c_in // g.groups, -1)
         gw = _matmul(xg, cols.transpose(0, 2, 1)).reshape(weight.shape)
     if need_bias:
         gb = grad.sum(axis=(0, 2, 3))
@@ -230,34 +233,36 @@ def conv_transpose2d_backward(
 
 
 def _conv2d(x, weight, bias, g: _Geometry, keep: bool):
-    """(output, columns or None): columns are cleaned when kept, as the weight gradient needs."""
+    """(output, the input's columns if `keep` else None)."""
     c_out = weight.shape[0]
-    gr = _conv_grid(x.shape[2:], g)
-    cols = columns.im2col(columns.plane(x, gr, g.padding), gr, g.groups, clean=keep)
+    out_hw = _conv_out_hw(x.shape[2:], g, 2)
+    cols = _columns_of(x, g, out_hw)
     wg = weight.reshape(g.groups, c_out // g.groups, -1)
-    out = columns.compact(_matmul(wg, cols).reshape(c_out, -1), gr, c_out)
+    out = columns.batch_first(_matmul(wg, cols).reshape(c_out, -1), out_hw)
     if keep:
         cols.flags.writeable = False
-    return _with_bias(out.transpose(1, 0, 2, 3), bias), cols if keep else None
+    return _with_bias(out, bias), cols if keep else None
 
 
 def _conv2d_backward(grad, x, weight, g, need_x, need_weight, need_bias, cols) -> ConvGrads:
     c_in, (h, w) = x.shape[1], x.shape[2:]
     c_out = weight.shape[0]
-    gr = _conv_grid((h, w), g)
-    # [groups, c_out / groups, N * positions]: the gradient as a factor of both gemms
-    gt = columns.extend(grad.transpose(1, 0, 2, 3), gr).reshape(g.groups, c_out // g.groups, -1)
+    out_hw = grad.shape[2:]
+    # [groups, c_out / groups, OH * OW * N]: the gradient as a factor of both gemms
+    gt = columns.batch_last(grad).reshape(g.groups, c_out // g.groups, -1)
     gx = gw = gb = None
     if need_x:
         wg = weight.reshape(g.groups, c_out // g.groups, -1).transpose(0, 2, 1)
         grad_cols = _matmul(wg, gt).reshape(c_in * g.kernel[0] * g.kernel[1], -1)
-        plane = columns.col2im(grad_cols, gr, clean=not np.isfinite(weight).all())
+        padded = (h + 2 * g.padding[0], w + 2 * g.padding[1])
+        plane = columns.col2im(grad_cols, padded, out_hw, g.kernel, g.stride, g.dilation)
         p0, p1 = g.padding
-        gx = np.ascontiguousarray(plane[:, :, p0 : p0 + h, p1 : p1 + w].transpose(1, 0, 2, 3))
+        gx = columns.batch_first(plane[:, p0 : p0 + h, p1 : p1 + w], (h, w))
+        gx = np.ascontiguousarray(gx)
     if need_weight:
         shape = (g.groups, c_in // g.groups * g.kernel[0] * g.kernel[1], gt.shape[-1])
         if cols is None:
-            cols = columns.im2col(columns.plane(x, gr, g.padding), gr, g.groups, clean=True)
+            cols = _columns_of(x, g, out_hw)
         elif cols.shape != shape or cols.dtype != x.dtype:
             raise ShapeError(
                 f"conv: columns of shape {fmt(cols.shape)} ({cols.dtype}) do not belong to "
@@ -265,15 +270,20 @@ def _conv2d_backward(grad, x, weight, g, need_x, need_weight, need_bias, cols) -
             )
         gw = _matmul(gt, cols.transpose(0, 2, 1)).reshape(weight.shape)
     if need_bias:
-        gb = grad.sum(axis=(0, 2, 3))
+        gb = gt.reshape(c_out, -1).sum(axis=1)  # contiguous rows: one fast reduction
     return ConvGrads(x=gx, weight=gw, bias=gb)
+
+
+def _columns_of(x, g: _Geometry, out_hw) -> np.ndarray:
+    """The input's columns by group: `[groups, C/groups * KH * KW, OH * OW * N]`."""
+    cols = columns.im2col(columns.plane(x, g.padding), out_hw, g.kernel, g.stride, g.dilation)
+    return cols.reshape(g.groups, -1, cols.shape[-1])
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """A batched matmul over the leading groups axis; one 2-D gemm when there is one group.
 
-    NumPy's "invalid value" warning is silenced: garbage columns (see _columns.py) can make a
-    NaN that no output keeps, and burn computes NaN from non-finite inputs without a word."""
+    Without NumPy's "invalid value" warning: burn computes NaN from infinities silently."""
     with np.errstate(invalid="ignore"):
         if a.shape[0] == 1:
             return np.matmul(a[0], b[0])[None]
@@ -298,11 +308,6 @@ def _conv_out_hw(spatial, g: _Geometry, nd: int) -> tuple[int, int]:
     )
 
 
-def _conv_grid(in_hw, g: _Geometry) -> columns.Grid:
-    padded = tuple(in_hw[i] + 2 * g.padding[i] for i in range(2))
-    return columns.grid(padded, _conv_out_hw(in_hw, g, 2), g.kernel, g.stride, g.dilation)
-
-
 def _full_transpose_hw(in_hw, g: _Geometry, pad_out) -> tuple[int, int]:
     """The transposed conv's plane before the `padding` crop (padding_out zeros included)."""
     return tuple(
@@ -314,13 +319,6 @@ def _full_transpose_hw(in_hw, g: _Geometry, pad_out) -> tuple[int, int]:
 def _transpose_out_hw(in_hw, g: _Geometry, pad_out) -> tuple[int, int]:
     full = _full_transpose_hw(in_hw, g, pad_out)
     return tuple(full[i] - 2 * g.padding[i] for i in range(2))
-
-
-def _transpose_grid(in_hw, g: _Geometry, pad_out) -> columns.Grid:
-    """A transposed conv scatters input position (h, w) through tap (i, j) to row
-    h*stride + i*dilation of its uncropped output: a conv grid whose windows are the input."""
-    full = _full_transpose_hw(in_hw, g, pad_out)
-    return columns.grid(full, in_hw, g.kernel, g.stride, g.dilation)
 
 
 # ---------------------------------------------------------------------------------------------
