@@ -129,6 +129,22 @@ def test_max_pool_nan_wins_only_as_a_windows_first_element_in_burn():
     assert t_idx[0, 1, 0].item() == 0
 
 
+@pytest.mark.parametrize("name", ["overlap-pad", "rect-dilated", "ceil-pad", "batch1-channel1"])
+def test_max_pool_scan_with_a_nan_elsewhere_gives_the_same_result(name):
+    """A NaN anywhere switches to the masked scan (flex's comparisons one by one); channels
+    without NaN must come out as from the running-maximum scan."""
+    shape, k, s, p, d, ceil = MAX2D[name]
+    x = _input(shape, np.float64)
+    x[:, :, 0, 0] = -np.inf  # a -inf corner: with padding, a window whose max is -inf
+    plain = max_pool2d(x, k, s, p, d, ceil)
+    y = np.concatenate([x, np.full((*x.shape[:1], 1, *x.shape[2:]), np.nan)], axis=1)
+    masked = max_pool2d(y, k, s, p, d, ceil)
+    np.testing.assert_array_equal(masked.output[:, :-1], plain.output)
+    np.testing.assert_array_equal(masked.indices[:, :-1], plain.indices)
+    _, t_idx = F.max_pool2d(torch.tensor(x), k, s, p, d, ceil, return_indices=True)
+    np.testing.assert_array_equal(plain.indices, t_idx.numpy())
+
+
 def test_max_pool_all_minus_inf_window_takes_its_first_valid_element():
     x = np.full((1, 1, 3, 3), -np.inf)
     r = max_pool2d(x, 2, 2, padding=1)

@@ -18,15 +18,15 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 
-def plane(x: np.ndarray, padding, plane_hw=None) -> np.ndarray:
-    """`[C, H + 2*p0, W + 2*p1, N]` zeros holding `x` `[N, C, H, W]` at `(p0, p1)`; taller or
-    wider (`plane_hw`) when the windows reach further."""
+def plane(x: np.ndarray, padding, plane_hw=None, fill=0.0) -> np.ndarray:
+    """`[C, H + 2*p0, W + 2*p1, N]` of `fill` (zeros) holding `x` `[N, C, H, W]` at
+    `(p0, p1)`; taller or wider (`plane_hw`) when the windows reach further."""
     n, c, h, w = x.shape
     if plane_hw is None:
         plane_hw = (h + 2 * padding[0], w + 2 * padding[1])
     if not any(padding) and tuple(plane_hw) == (h, w):
         return np.ascontiguousarray(x.transpose(1, 2, 3, 0))
-    out = np.zeros((c, *plane_hw, n), dtype=x.dtype)
+    out = np.full((c, *plane_hw, n), fill, dtype=x.dtype)
     out[:, padding[0] : padding[0] + h, padding[1] : padding[1] + w, :] = x.transpose(1, 2, 3, 0)
     return out
 

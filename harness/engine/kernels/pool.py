@@ -11,8 +11,8 @@ Max and average pools loop over the kernel taps (at most `kernel_h * kernel_w` a
 operations, none over output positions) in flex's order, so their values are flex's to the
 bit: the same comparisons for max, the same sums in the same order for average (the backward
 adds the taps in reverse so that each input element receives its terms in flex's
-output-position order). Adaptive pools sum with `np.add.reduceat` (rows first), which agrees
-with flex's one-by-one sum to rounding, not bit for bit.
+output-position order). Adaptive pools sum each bin along W, then along H (flex: one running
+sum over the bin), which agrees with flex to rounding, not bit for bit.
 
 Differences from PyTorch (burn's behaviour kept), each noted where it applies:
 - ceil mode keeps a last window that starts in the right padding (see `pool_output_size`);
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ShapeError
+from . import _columns as columns
 from ._common import (
     check_float,
     check_grad_shape,
@@ -115,42 +116,85 @@ def max_pool2d_backward(grad, indices, x_shape) -> PoolGrads:
 
 
 def _max_pool2d(x: np.ndarray, w: _Window) -> MaxPoolOutput:
-    """flex's scan: per window, the first valid element, then each strictly greater one.
+    """flex's scan: per window, its first valid element, then each strictly greater one.
 
-    Kernel tap t (row-major) is compared for all output positions at once; a position whose
-    window has not yet met a valid element takes the tap's value whatever it is (flex's
-    `max_idx < 0 ||`), which is how a leading NaN or -inf is kept as flex keeps it."""
-    n, c, h, width = x.shape
-    xp = _padded_for(x, w)
+    Kernel taps (row-major) are compared for all output positions at once, on a batch-last
+    copy `[C, H, W, N]` of the input (long inner loops). Without NaN the scan is a running
+    `maximum` plus a branch-free update of the tap taken; windows whose result is -inf then
+    take their first valid element (flex keeps it: `max_idx < 0 ||`) or -1 if they have none.
+    With a NaN, the masked scan reproduces flex's comparisons one by one."""
+    h, width = x.shape[2:]
+    plane_hw = (_padded_size(h, w, 0), _padded_size(width, w, 1))
+    xp = columns.plane(x, w.padding, plane_hw, fill=-np.inf)
     valid_h, valid_w = _valid(h, w, 0), _valid(width, w, 1)  # [out, kernel] each
-    best = np.full((n, c, *w.out), -np.inf, dtype=x.dtype)
-    arg = np.full((n, c, *w.out), -1, dtype=np.int64)
-    pending = True  # some position has not taken any element yet
-    kh, kw = w.kernel
-    for i in range(kh):
-        for j in range(kw):
-            v = xp[(slice(None), slice(None), *tap(w.out, i, j, w.stride, w.dilation))]
-            mask = valid_h[:, i, None] & valid_w[None, :, j]  # [OH, OW]
-            take = np.greater(v, best)
-            if pending:
-                take |= arg < 0
-            full = mask.all()
-            if not full:
-                take &= mask
-            np.copyto(best, v, where=take)
-            np.copyto(arg, i * kw + j, where=take)
-            pending = pending and not full
-    return MaxPoolOutput(output=best, indices=_flat_indices(arg, w, width))
+    taps = [
+        (i * w.kernel[1] + j, xp[(slice(None), *tap(w.out, i, j, w.stride, w.dilation))])
+        for i in range(w.kernel[0])
+        for j in range(w.kernel[1])
+    ]
+    if np.isnan(x).any():
+        best, arg = _masked_scan(taps, valid_h, valid_w, w)
+    else:
+        best, arg = _running_max(taps)
+        worst = best == -np.inf
+        if worst.any():  # all -inf, or no input element: flex's first valid tap (or -1)
+            first = _first_valid_tap(valid_h, valid_w, w)[:, :, None]
+            arg = np.where(worst, first, arg)
+    indices = _flat_indices(arg, w, width)
+    return MaxPoolOutput(
+        output=np.ascontiguousarray(best.transpose(3, 0, 1, 2)),
+        indices=np.ascontiguousarray(indices.transpose(3, 0, 1, 2)),
+    )
+
+
+def _running_max(taps):
+    """Maximum over the taps and the first tap that reaches it (ties: the first)."""
+    best = taps[0][1].copy()
+    arg = np.zeros(best.shape, dtype=np.int32)
+    for t, v in taps[1:]:
+        take = np.greater(v, best)
+        np.maximum(best, v, out=best)
+        arg += take * (t - arg)  # arithmetic, not a masked copy: no branch per element
+    return best, arg
+
+
+def _masked_scan(taps, valid_h, valid_w, w: _Window):
+    """flex's loop, vectorised over output positions: `max_idx < 0 || val > max_val` over the
+    valid taps in order (a NaN compares false, so it wins only as a window's first element)."""
+    best = np.full(taps[0][1].shape, -np.inf, dtype=taps[0][1].dtype)
+    arg = np.full(best.shape, -1, dtype=np.int32)
+    kw = w.kernel[1]
+    for t, v in taps:
+        mask = (valid_h[:, t // kw, None] & valid_w[None, :, t % kw])[:, :, None]
+        take = np.greater(v, best) | (arg < 0)
+        take &= mask
+        np.copyto(best, v, where=take)
+        np.copyto(arg, t, where=take)
+    return best, arg
+
+
+def _first_valid_tap(valid_h, valid_w, w: _Window) -> np.ndarray:
+    """`[OH, OW]`: the first tap reading an input element, -1 for a window without any."""
+    first_h = np.where(valid_h.any(1), valid_h.argmax(1), -1)
+    first_w = np.where(valid_w.any(1), valid_w.argmax(1), -1)
+    tap_index = first_h[:, None] * w.kernel[1] + first_w[None, :]
+    return np.where((first_h[:, None] < 0) | (first_w[None, :] < 0), -1, tap_index)
 
 
 def _flat_indices(arg: np.ndarray, w: _Window, width: int) -> np.ndarray:
-    """Tap numbers -> flat input indices `ih * width + iw` (-1 stays -1)."""
-    kw = w.kernel[1]
-    i, j = np.divmod(arg, kw)
-    row0 = np.arange(w.out[0])[:, None] * w.stride[0] - w.padding[0]
-    col0 = np.arange(w.out[1])[None, :] * w.stride[1] - w.padding[1]
-    flat = (row0 + i * w.dilation[0]) * width + col0 + j * w.dilation[1]
-    return np.where(arg < 0, -1, flat)
+    """Tap numbers `[C, OH, OW, N]` -> flat input indices `ih * width + iw` (int64); -1 stays
+    -1 (a window without input element). Separable: the window's origin plus the tap's
+    offset."""
+    i, j = np.divmod(np.arange(w.kernel[0] * w.kernel[1]), w.kernel[1])
+    offset = i * w.dilation[0] * width + j * w.dilation[1]
+    row0 = np.arange(w.out[0]) * w.stride[0] - w.padding[0]
+    col0 = np.arange(w.out[1]) * w.stride[1] - w.padding[1]
+    origin = (row0[:, None] * width + col0[None, :])[:, :, None]  # [OH, OW, 1]
+    flat = offset[arg] + origin
+    empty = arg < 0
+    if empty.any():
+        flat[empty] = -1
+    return flat
 
 
 def _max_pool_backward(op, grad, indices, x_shape) -> np.ndarray:
@@ -330,8 +374,8 @@ def _adaptive_backward(grad: np.ndarray, x_shape) -> np.ndarray:
     counts = [end - start for start, end in bins]
     share = grad / (counts[0][:, None] * counts[1][None, :]).astype(grad.dtype)
     for axis, (start, end) in ((3, bins[1]), (2, bins[0])):
-        # Input element e is in the contiguous bin range [first(e), last(e)]: the bins whose
-        # start <= e < end. The input gradient along this axis sums the shares over it.
+        # Input element e is in the contiguous run of bins [first(e), last(e)): those with
+        # start <= e < end. Its gradient along this axis sums their shares.
         e = np.arange(x_shape[axis])
         first = np.searchsorted(end, e, side="right")
         last = np.searchsorted(start, e, side="right")
@@ -340,15 +384,25 @@ def _adaptive_backward(grad: np.ndarray, x_shape) -> np.ndarray:
 
 
 def _segment_sums(a: np.ndarray, axis: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Along `axis`, out[k] = sum of a[start[k]:end[k]] (segments may overlap; none empty)."""
-    # reduceat sums [idx[m], idx[m + 1]): interleaving starts and ends makes every even
-    # result one segment. A zero appended along the axis keeps an end == length in range.
-    pad = [(0, 0)] * a.ndim
-    pad[axis] = (0, 1)
-    padded = np.pad(a, pad)
-    idx = np.empty(2 * len(start), dtype=np.intp)
-    idx[0::2], idx[1::2] = start, end
-    return np.add.reduceat(padded, idx, axis=axis).take(np.arange(0, len(idx), 2), axis=axis)
+    """Along `axis`, out[k] = the sum of a[start[k]:end[k]] (segments may overlap, none is
+    empty): a reshaped sum when the segments tile the axis, else one gather per offset within
+    a segment (sequential, only the segment's own elements: an inf stays in its segment)."""
+    length = end - start
+    k = int(length[0])
+    if (
+        (length == k).all()
+        and (start == np.arange(len(start)) * k).all()
+        and end[-1] == a.shape[axis]
+    ):
+        shape = (*a.shape[:axis], len(start), k, *a.shape[axis + 1 :])
+        return a.reshape(shape).sum(axis=axis + 1)
+    out = np.take(a, start, axis=axis)
+    along = [1] * a.ndim
+    along[axis] = len(start)
+    for u in range(1, int(length.max())):
+        term = np.take(a, np.minimum(start + u, a.shape[axis] - 1), axis=axis)
+        out += np.where((u < length).reshape(along), term, 0)
+    return out
 
 
 def _adaptive_args(op, x, nd, output_size) -> tuple[int, int]:
