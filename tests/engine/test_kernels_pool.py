@@ -449,6 +449,9 @@ def test_adaptive_avg_pool_keeps_non_finite_values_in_their_bins():
          r"input of rank 3"),
         (lambda: max_pool2d_backward(np.zeros((1, 1, 2, 2)), np.zeros((1, 1, 2, 2), np.int64),
                                      (1, 1, 4)), r"max_pool2d: expected an input shape"),
+        (lambda: max_pool1d_backward(np.zeros((1, 1, 2, 2)), np.zeros((1, 1, 2), np.int64),
+                                     (1, 1, 4)), r"max_pool1d: expected an output gradient and "
+         r"indices \[batch, channels, length\], got \[1, 1, 2, 2\] and \[1, 1, 2\]"),
         (lambda: max_pool2d_backward(np.zeros((1, 1, 2, 2)), np.full((1, 1, 2, 2), 16),
                                      (1, 1, 4, 4)), r"indices out of range"),
         (lambda: avg_pool2d_backward(np.zeros((1, 1, 3, 3)), (1, 1, 4, 4), 2), r"avg_pool2d: "

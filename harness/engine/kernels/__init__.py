@@ -6,6 +6,13 @@ float dtype (float32 or float64, never promoted). The engine registers them as p
 Each module's docstring cites the burn files it follows and lists where burn and PyTorch differ.
 """
 
+from .adaptive_pool import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool1d_backward,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool2d_backward,
+    adaptive_bins,
+)
 from .conv import (
     ConvForward,
     ConvGrads,
@@ -22,11 +29,6 @@ from .embedding import EmbeddingGrads, embedding, embedding_backward
 from .pool import (
     MaxPoolOutput,
     PoolGrads,
-    adaptive_avg_pool1d,
-    adaptive_avg_pool1d_backward,
-    adaptive_avg_pool2d,
-    adaptive_avg_pool2d_backward,
-    adaptive_bins,
     avg_pool1d,
     avg_pool1d_backward,
     avg_pool2d,

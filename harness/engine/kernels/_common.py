@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import DTypeMismatchError, ShapeError
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+LAYOUT = {1: "[batch, channels, length]", 2: "[batch, channels, height, width]"}
 
 # burn-tensor/src/tensor/api/check.rs, TensorCheck::conv and ::conv_transpose (commit 2c06be35).
 CHANNELS_MISMATCH = (
@@ -68,6 +69,14 @@ def check_rank(op: str, what: str, array: np.ndarray, layout: str) -> None:
         raise ShapeError(
             f"{op}: expected {what} of rank {rank} {layout}, got shape {fmt(array.shape)}"
         )
+
+
+def input_shape(op: str, shape, nd: int) -> tuple[int, ...]:
+    """`shape` as ints, checked to be an input shape of an `nd`-D pool."""
+    shape = tuple(int(n) for n in shape)
+    if len(shape) != nd + 2:
+        raise ShapeError(f"{op}: expected an input shape {LAYOUT[nd]}, got {fmt(shape)}")
+    return shape
 
 
 def check_grad_shape(op: str, grad: np.ndarray, expected: Sequence[int]) -> None:

@@ -1,18 +1,17 @@
-"""Pooling: max (with indices), average and adaptive average, 1-D and 2-D, with their VJPs.
+"""Pooling: max (with indices) and average, 1-D and 2-D, with their VJPs (adaptive average
+pools: adaptive_pool.py).
 
 burn reference (commit 2c06be351006851d42fdb6df16b976f4a82d9747): burn-flex/src/ops/pool.rs
-(every pool runs as a 3-D pool; `max_pool3d_with_indices_impl`, `avg_pool3d_impl`,
-`adaptive_avg_pool3d_impl` and the `*_backward_impl` functions), burn-backend's
-ops/modules/pool.rs (1-D pools run as 2-D ones) and burn-autodiff/src/ops/module.rs (the
-backward of max pool scatters the output gradient to the forward's indices; avg and adaptive
-pools call the backend's backward with the saved input).
+(every pool runs as a 3-D pool; `max_pool3d_with_indices_impl`, `avg_pool3d_impl` and the
+`*_backward_impl` functions), burn-backend's ops/modules/pool.rs (1-D pools run as 2-D ones)
+and burn-autodiff/src/ops/module.rs (the backward of max pool scatters the output gradient to
+the forward's indices; avg pools call the backend's backward with the saved input).
 
 Max and average pools loop over the kernel taps (at most `kernel_h * kernel_w` array
 operations, none over output positions) in flex's order, so their values are flex's to the
 bit: the same comparisons for max, the same sums in the same order for average (the backward
 adds the taps in reverse so that each input element receives its terms in flex's
-output-position order). Adaptive pools sum each bin along W, then along H (flex: one running
-sum over the bin), which agrees with flex to rounding, not bit for bit.
+output-position order).
 
 Differences from PyTorch (burn's behaviour kept), each noted where it applies:
 - ceil mode keeps a last window that starts in the right padding (see `pool_output_size`);
@@ -35,18 +34,18 @@ import numpy as np
 from ..errors import ShapeError
 from . import _columns as columns
 from ._common import (
+    LAYOUT,
     check_float,
     check_grad_shape,
     check_rank,
     fmt,
+    input_shape,
     ints,
     pad_spatial,
     pool_output_size,
     tap,
     too_small,
 )
-
-_LAYOUT = {1: "[batch, channels, length]", 2: "[batch, channels, height, width]"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +100,12 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
 def max_pool1d_backward(grad, indices, x_shape) -> PoolGrads:
     """The VJP of `max_pool1d`: each output gradient added to the input element its index
     names (flex `max_pool3d_backward_impl`); `x_shape` = the input's shape `[N, C, L]`."""
-    x_shape = _input_shape("max_pool1d", x_shape, 1)
+    x_shape = input_shape("max_pool1d", x_shape, 1)
+    if grad.ndim != 3 or indices.ndim != 3:
+        raise ShapeError(
+            f"max_pool1d: expected an output gradient and indices {LAYOUT[1]}, got "
+            f"{fmt(grad.shape)} and {fmt(indices.shape)}"
+        )
     r = _max_pool_backward(
         "max_pool1d", grad[:, :, None, :], indices[:, :, None, :], (*x_shape[:2], 1, x_shape[2])
     )
@@ -111,7 +115,7 @@ def max_pool1d_backward(grad, indices, x_shape) -> PoolGrads:
 def max_pool2d_backward(grad, indices, x_shape) -> PoolGrads:
     """The VJP of `max_pool2d`: each output gradient added, in output order, to the input
     element its index names (flex `max_pool3d_backward_impl`; index -1 adds nothing)."""
-    x_shape = _input_shape("max_pool2d", x_shape, 2)
+    x_shape = input_shape("max_pool2d", x_shape, 2)
     return PoolGrads(x=_max_pool_backward("max_pool2d", grad, indices, x_shape))
 
 
@@ -247,7 +251,7 @@ def avg_pool1d_backward(
     grad, x_shape, kernel_size, stride=None, padding=0, count_include_pad=True, ceil_mode=False
 ) -> PoolGrads:
     """The VJP of `avg_pool1d` (burn's rule, see `avg_pool2d_backward`)."""
-    x_shape = _input_shape("avg_pool1d", x_shape, 1)
+    x_shape = input_shape("avg_pool1d", x_shape, 1)
     w = _window_for_shape("avg_pool1d", x_shape, 1, kernel_size, stride, padding, ceil_mode)
     shape2 = (*x_shape[:2], 1, x_shape[2])
     check_grad_shape("avg_pool1d", grad, (*x_shape[:2], w.out[1]))
@@ -265,7 +269,7 @@ def avg_pool2d_backward(
     Differs from PyTorch (and from the derivative of burn's own forward) for ceil mode's
     clipped last windows with `count_include_pad`: the forward divided by the positions inside
     the padded input, this divides by the whole kernel."""
-    x_shape = _input_shape("avg_pool2d", x_shape, 2)
+    x_shape = input_shape("avg_pool2d", x_shape, 2)
     w = _window_for_shape("avg_pool2d", x_shape, 2, kernel_size, stride, padding, ceil_mode)
     check_grad_shape("avg_pool2d", grad, (*x_shape[:2], *w.out))
     return PoolGrads(x=_avg_pool_backward(grad, x_shape, w, count_include_pad))
@@ -307,128 +311,13 @@ def _avg_pool_backward(grad, x_shape, w: _Window, count_include_pad: bool) -> np
 
 
 # ---------------------------------------------------------------------------------------------
-# adaptive average pool
-# ---------------------------------------------------------------------------------------------
-
-
-def adaptive_avg_pool1d(x, output_size) -> np.ndarray:
-    """burn `module::adaptive_avg_pool1d(x, output_size)`: x `[N, C, L]` -> `[N, C, out]`;
-    bin o covers `[floor(o * L / out), ceil((o + 1) * L / out))` (flex
-    `adaptive_avg_pool3d_impl`; PyTorch's `start_index` / `end_index` give the same bins)."""
-    out = _adaptive_args("adaptive_avg_pool1d", x, 1, output_size)
-    return _adaptive_forward(x[:, :, None, :], out)[:, :, 0, :]
-
-
-def adaptive_avg_pool2d(x, output_size) -> np.ndarray:
-    """burn `module::adaptive_avg_pool2d(x, output_size)`: x `[N, C, H, W]` ->
-    `[N, C, out_h, out_w]`, each bin's mean (bins as `adaptive_avg_pool1d`, per dim)."""
-    out = _adaptive_args("adaptive_avg_pool2d", x, 2, output_size)
-    return _adaptive_forward(x, out)
-
-
-def adaptive_avg_pool1d_backward(grad, x_shape) -> PoolGrads:
-    """The VJP of `adaptive_avg_pool1d` (flex `adaptive_avg_pool3d_backward_impl`)."""
-    x_shape = _input_shape("adaptive_avg_pool1d", x_shape, 1)
-    check_float("adaptive_avg_pool1d", grad)
-    if grad.ndim != 3 or grad.shape[:2] != x_shape[:2]:
-        raise ShapeError(
-            f"adaptive_avg_pool1d: an output gradient {fmt(grad.shape)} does not match the "
-            f"input {fmt(x_shape)}"
-        )
-    gx = _adaptive_backward(grad[:, :, None, :], (*x_shape[:2], 1, x_shape[2]))
-    return PoolGrads(x=gx[:, :, 0, :])
-
-
-def adaptive_avg_pool2d_backward(grad, x_shape) -> PoolGrads:
-    """The VJP of `adaptive_avg_pool2d`: each output gradient divided by its bin's size and
-    added to every element of the bin (flex `adaptive_avg_pool3d_backward_impl`)."""
-    x_shape = _input_shape("adaptive_avg_pool2d", x_shape, 2)
-    check_float("adaptive_avg_pool2d", grad)
-    if grad.ndim != 4 or grad.shape[:2] != x_shape[:2]:
-        raise ShapeError(
-            f"adaptive_avg_pool2d: an output gradient {fmt(grad.shape)} does not match the "
-            f"input {fmt(x_shape)}"
-        )
-    return PoolGrads(x=_adaptive_backward(grad, x_shape))
-
-
-def adaptive_bins(size_in: int, size_out: int) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) of the `size_out` bins over `size_in` elements (flex's formula)."""
-    o = np.arange(size_out)
-    return (o * size_in) // size_out, -((-(o + 1) * size_in) // size_out)
-
-
-def _adaptive_forward(x: np.ndarray, out) -> np.ndarray:
-    sums = x
-    counts = []
-    for axis, size_out in ((3, out[1]), (2, out[0])):
-        start, end = adaptive_bins(x.shape[axis], size_out)
-        sums = _segment_sums(sums, axis, start, end)
-        counts.append(end - start)
-    divisor = counts[1][:, None] * counts[0][None, :]
-    return sums / divisor.astype(x.dtype)
-
-
-def _adaptive_backward(grad: np.ndarray, x_shape) -> np.ndarray:
-    bins = [adaptive_bins(x_shape[axis], grad.shape[axis]) for axis in (2, 3)]
-    counts = [end - start for start, end in bins]
-    share = grad / (counts[0][:, None] * counts[1][None, :]).astype(grad.dtype)
-    for axis, (start, end) in ((3, bins[1]), (2, bins[0])):
-        # Input element e is in the contiguous run of bins [first(e), last(e)): those with
-        # start <= e < end. Its gradient along this axis sums their shares.
-        e = np.arange(x_shape[axis])
-        first = np.searchsorted(end, e, side="right")
-        last = np.searchsorted(start, e, side="right")
-        share = _segment_sums(share, axis, first, last)
-    return np.ascontiguousarray(share)
-
-
-def _segment_sums(a: np.ndarray, axis: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Along `axis`, out[k] = the sum of a[start[k]:end[k]] (segments may overlap, none is
-    empty): a reshaped sum when the segments tile the axis, else one gather per offset within
-    a segment (sequential, only the segment's own elements: an inf stays in its segment)."""
-    length = end - start
-    k = int(length[0])
-    if (
-        (length == k).all()
-        and (start == np.arange(len(start)) * k).all()
-        and end[-1] == a.shape[axis]
-    ):
-        shape = (*a.shape[:axis], len(start), k, *a.shape[axis + 1 :])
-        return a.reshape(shape).sum(axis=axis + 1)
-    out = np.take(a, start, axis=axis)
-    along = [1] * a.ndim
-    along[axis] = len(start)
-    for u in range(1, int(length.max())):
-        term = np.take(a, np.minimum(start + u, a.shape[axis] - 1), axis=axis)
-        out += np.where((u < length).reshape(along), term, 0)
-    return out
-
-
-def _adaptive_args(op, x, nd, output_size) -> tuple[int, int]:
-    check_float(op, x)
-    check_rank(op, "an input", x, _LAYOUT[nd])
-    out = ints(op, "output_size", output_size, nd, minimum=1)
-    if min(x.shape[2:], default=1) < 1:
-        raise ShapeError(f"{op}: expected a non-empty input, got shape {fmt(x.shape)}")
-    return out if nd == 2 else (1, *out)
-
-
-# ---------------------------------------------------------------------------------------------
 # window geometry
 # ---------------------------------------------------------------------------------------------
 
 
-def _input_shape(op: str, shape, nd: int) -> tuple[int, ...]:
-    shape = tuple(int(n) for n in shape)
-    if len(shape) != nd + 2:
-        raise ShapeError(f"{op}: expected an input shape {_LAYOUT[nd]}, got {fmt(shape)}")
-    return shape
-
-
 def _window(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode) -> _Window:
     check_float(op, x)
-    check_rank(op, "an input", x, _LAYOUT[nd])
+    check_rank(op, "an input", x, LAYOUT[nd])
     return _window_for_shape(op, x.shape, nd, kernel_size, stride, padding, ceil_mode, dilation)
 
 
