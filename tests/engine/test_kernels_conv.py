@@ -324,6 +324,19 @@ def test_conv_transpose2d_matches_burn_test_vectors():
     np.testing.assert_array_equal(g.bias, [36, 36])
 
 
+def test_an_empty_batch_or_channel_set_gives_empty_sums():
+    x = np.zeros((0, 2, 5, 5), np.float32)
+    w, b = np.ones((3, 2, 3, 3), np.float32), np.ones(3, np.float32)
+    assert conv2d(x, w, b).shape == F.conv2d(torch.tensor(x), torch.tensor(w)).shape
+    g = conv2d_backward(np.zeros((0, 3, 3, 3), np.float32), x, w)
+    assert g.x.shape == x.shape and not g.weight.any() and not g.bias.any()
+    wt = np.ones((2, 3, 3, 3), np.float32)
+    assert conv_transpose2d(x, wt).shape == (0, 3, 7, 7)
+    assert not conv_transpose2d_backward(np.zeros((0, 3, 7, 7), np.float32), x, wt).weight.any()
+    no_channels = conv1d(np.zeros((2, 0, 5)), np.zeros((3, 0, 2)), np.arange(3.0))
+    np.testing.assert_array_equal(no_channels, np.broadcast_to(np.arange(3.0)[:, None], (2, 3, 4)))
+
+
 # ---------------------------------------------------------------------------------------------
 # errors
 # ---------------------------------------------------------------------------------------------

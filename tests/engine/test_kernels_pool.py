@@ -101,6 +101,14 @@ def test_max_pool1d_matches_torch(dtype):
         assert_close(max_pool1d_backward(c, r.indices, x.shape).x, tx, 4, "x")
 
 
+def test_max_pool1d_vjp_matches_finite_differences():
+    x = _input((2, 3, 11), np.float64)
+    r = max_pool1d(x, 3, 2, 1, 2)
+    c = cotangent(r.output.shape)
+    (fx,) = finite_difference(lambda x: max_pool1d(x, 3, 2, 1, 2).output, [x], c)
+    assert_fd(max_pool1d_backward(c, r.indices, x.shape).x, fx)
+
+
 def test_max_pool_ties_send_the_gradient_to_the_first_maximum():
     """flex's scan keeps the first maximum in row-major window order (`val > max_val`,
     burn-flex/src/ops/pool.rs max_pool3d_with_indices_impl); PyTorch's CPU kernel does too."""
@@ -461,6 +469,16 @@ def test_adaptive_avg_pool_keeps_non_finite_values_in_their_bins():
 def test_errors_name_the_op_and_the_shapes(call, message):
     with pytest.raises(ShapeError, match=message):
         call()
+
+
+def test_an_empty_batch_gives_empty_outputs_and_gradients():
+    x = np.zeros((0, 2, 5, 5), np.float32)
+    r = max_pool2d(x, 2)
+    assert r.output.shape == (0, 2, 2, 2) and r.indices.shape == (0, 2, 2, 2)
+    assert max_pool2d_backward(r.output, r.indices, x.shape).x.shape == x.shape
+    assert avg_pool2d_backward(avg_pool2d(x, 2), x.shape, 2).x.shape == x.shape
+    y = adaptive_avg_pool2d(x, 3)
+    assert y.shape == (0, 2, 3, 3) and adaptive_avg_pool2d_backward(y, x.shape).x.shape == x.shape
 
 
 def test_pool_arguments_are_checked():

@@ -184,6 +184,8 @@ def conv_transpose2d(
     g, pad_out = _check_transpose(x, weight, bias, stride, padding, padding_out, dilation, groups)
     c_in, h, w = x.shape[1:]
     c_out = weight.shape[1] * g.groups
+    if x.size == 0 or weight.size == 0:
+        return _empty_output((x.shape[0], c_out, *_transpose_out_hw((h, w), g, pad_out)), x, bias)
     # cols[(co, i, j), (h, w, n)] = sum_ci weight[ci, co, i, j] * x[n, ci, h, w]
     xg = columns.batch_last(x).reshape(g.groups, c_in // g.groups, -1)
     wg = weight.reshape(g.groups, c_in // g.groups, -1).transpose(0, 2, 1)
@@ -211,6 +213,8 @@ def conv_transpose2d_backward(
     check_grad_shape(
         "conv_transpose2d", grad, (x.shape[0], c_out, *_transpose_out_hw((h, w), g, pad_out))
     )
+    if grad.size == 0 or weight.size == 0:
+        return _zero_grads(grad, x, weight, need_x, need_weight, need_bias)
     # The padded gradient is the uncropped output plane; its H x W windows are the input's.
     gp = columns.plane(grad, g.padding, _full_transpose_hw((h, w), g, pad_out))
     cols = columns.im2col(gp, (h, w), g.kernel, g.stride, g.dilation)
@@ -236,6 +240,8 @@ def _conv2d(x, weight, bias, g: _Geometry, keep: bool):
     """(output, the input's columns if `keep` else None)."""
     c_out = weight.shape[0]
     out_hw = _conv_out_hw(x.shape[2:], g, 2)
+    if x.size == 0 or weight.size == 0:
+        return _empty_output((x.shape[0], c_out, *out_hw), x, bias), None
     cols = _columns_of(x, g, out_hw)
     wg = weight.reshape(g.groups, c_out // g.groups, -1)
     out = columns.batch_first(_matmul(wg, cols).reshape(c_out, -1), out_hw)
@@ -248,6 +254,8 @@ def _conv2d_backward(grad, x, weight, g, need_x, need_weight, need_bias, cols) -
     c_in, (h, w) = x.shape[1], x.shape[2:]
     c_out = weight.shape[0]
     out_hw = grad.shape[2:]
+    if grad.size == 0 or weight.size == 0:
+        return _zero_grads(grad, x, weight, need_x, need_weight, need_bias)
     # [groups, c_out / groups, OH * OW * N]: the gradient as a factor of both gemms
     gt = columns.batch_last(grad).reshape(g.groups, c_out // g.groups, -1)
     gx = gw = gb = None
@@ -278,6 +286,23 @@ def _columns_of(x, g: _Geometry, out_hw) -> np.ndarray:
     """The input's columns by group: `[groups, C/groups * KH * KW, OH * OW * N]`."""
     cols = columns.im2col(columns.plane(x, g.padding), out_hw, g.kernel, g.stride, g.dilation)
     return cols.reshape(g.groups, -1, cols.shape[-1])
+
+
+def _empty_output(shape, x: np.ndarray, bias) -> np.ndarray:
+    """The output when a batch or a channel count is 0: no products, only the bias."""
+    out = np.zeros(shape, dtype=x.dtype)
+    if bias is not None:
+        out += bias[None, :, None, None]
+    return out
+
+
+def _zero_grads(grad, x, weight, need_x, need_weight, need_bias) -> ConvGrads:
+    """The gradients when a batch or a channel count is 0: empty sums are 0."""
+    return ConvGrads(
+        x=np.zeros(x.shape, dtype=x.dtype) if need_x else None,
+        weight=np.zeros(weight.shape, dtype=x.dtype) if need_weight else None,
+        bias=grad.sum(axis=(0, 2, 3)) if need_bias else None,
+    )
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

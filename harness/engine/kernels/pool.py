@@ -215,6 +215,8 @@ def _max_pool_backward(op, grad, indices, x_shape) -> np.ndarray:
     if indices.size and (indices.min() < -1 or indices.max() >= plane):
         raise ShapeError(f"{op}: indices out of range for an input plane of {plane} elements")
     gx = np.zeros(n * c * plane, dtype=grad.dtype)
+    if gx.size == 0 or grad.size == 0:
+        return gx.reshape(x_shape)
     flat = indices.reshape(n * c, -1) + (np.arange(n * c) * plane)[:, None]
     values = grad.reshape(n * c, -1)
     keep = indices.reshape(n * c, -1) >= 0
