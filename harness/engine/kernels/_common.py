@@ -40,8 +40,11 @@ def fmt(shape: Sequence[int]) -> str:
 
 def ints(op: str, name: str, value, n: int, *, minimum: int) -> tuple[int, ...]:
     """`value` (an int or a sequence of `n` ints) as an `n`-tuple of ints >= `minimum`."""
-    items = (value,) * n if isinstance(value, int | np.integer) else tuple(value)
-    if len(items) != n or not all(isinstance(v, int | np.integer) for v in items):
+    def is_int(v) -> bool:
+        return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+    items = (value,) * n if is_int(value) else value
+    if not isinstance(items, tuple | list) or len(items) != n or not all(map(is_int, items)):
         raise ValueError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
     if any(v < minimum for v in items):
         raise ValueError(f"{op}: {name} must be >= {minimum}, got {value!r}")

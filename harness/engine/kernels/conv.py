@@ -52,6 +52,7 @@ import numpy as np
 from ..errors import ShapeError
 from . import _columns as columns
 from ._common import (
+    LAYOUT,
     check_channels,
     check_float,
     check_grad_shape,
@@ -63,7 +64,6 @@ from ._common import (
     too_small,
 )
 
-_LAYOUT = {1: "[batch, channels, length]", 2: "[batch, channels, height, width]"}
 _WEIGHT = {1: "[out, in / groups, kernel]", 2: "[out, in / groups, kernel_h, kernel_w]"}
 
 
@@ -353,7 +353,7 @@ def _transpose_out_hw(in_hw, g: _Geometry, pad_out) -> tuple[int, int]:
 
 def _check_conv(op, x, weight, bias, nd, stride, padding, dilation, groups) -> _Geometry:
     check_float(op, x, weight, *(() if bias is None else (bias,)))
-    check_rank(op, "an input", x, _LAYOUT[nd])
+    check_rank(op, "an input", x, LAYOUT[nd])
     check_rank(op, "a weight", weight, _WEIGHT[nd])
     groups = ints(op, "groups", groups, 1, minimum=1)[0]
     check_groups(op, x.shape[1], weight.shape[0], groups)
@@ -373,7 +373,7 @@ def _check_conv(op, x, weight, bias, nd, stride, padding, dilation, groups) -> _
 def _check_transpose(x, weight, bias, stride, padding, padding_out, dilation, groups):
     op = "conv_transpose2d"
     check_float(op, x, weight, *(() if bias is None else (bias,)))
-    check_rank(op, "an input", x, _LAYOUT[2])
+    check_rank(op, "an input", x, LAYOUT[2])
     check_rank(op, "a weight", weight, "[in, out / groups, kernel_h, kernel_w]")
     groups = ints(op, "groups", groups, 1, minimum=1)[0]
     check_channels(op, x.shape[1], weight.shape[0], x, weight)
