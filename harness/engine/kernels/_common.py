@@ -40,6 +40,7 @@ def fmt(shape: Sequence[int]) -> str:
 
 def ints(op: str, name: str, value, n: int, *, minimum: int) -> tuple[int, ...]:
     """`value` (an int or a sequence of `n` ints) as an `n`-tuple of ints >= `minimum`."""
+
     def is_int(v) -> bool:
         return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
 

@@ -35,12 +35,15 @@ Differences from PyTorch (burn's behaviour kept):
 - Error texts: a channel mismatch uses burn's `TensorCheck::conv` wording; PyTorch says
   "Given groups=1, weight of size [...], expected input[...] to have C channels".
 
-A divergence seen only by reading (not run, no Rust toolchain with crates here): burn's
-`conv1d_weight_grad_groups` (unlike the 2-D and 3-D versions) does not slice the per-group
-weight gradient back to the kernel size. With groups > 1, stride > 1 and an input length whose
-last `(length + 2 * padding - dilation * (kernel - 1) - 1) % stride` elements are unused, that
-temporary is longer than the kernel and burn's `slice_assign` would reject it; here the
-gradient is computed as for every other case.
+A divergence seen only by reading (burn cannot be built here: no crate registry): burn's
+`conv1d_weight_grad_groups` (burn-backend ops/modules/conv.rs), unlike the 2-D and 3-D
+versions, does not slice the per-group weight gradient back to the kernel size before
+`float_slice_assign`. That temporary has `K + R // dilation` taps, with
+`R = (L + 2*padding - dilation*(K-1) - 1) % stride`, and flex's `slice_assign`
+(burn-flex/src/ops/slice.rs) copies the value's elements in order without checking its
+shape, so for groups > 1 and R >= dilation (e.g. L=10, K=3, stride=3) burn's conv1d weight
+gradient would be misaligned (wrong from the second (out, in) row on). The kernels compute
+the true gradient there (the same as PyTorch's).
 """
 
 from __future__ import annotations
