@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from test_kernels_support import assert_close, assert_fd, cotangent, finite_difference
 
 from harness.engine.errors import DTypeMismatchError, ShapeError
+from harness.engine.kernels import _columns as columns
 from harness.engine.kernels import (
     conv1d,
     conv1d_backward,
@@ -358,6 +359,38 @@ def test_conv_transpose2d_matches_burn_test_vectors():
     np.testing.assert_array_equal(g.x[0, :, 0, 0], [36, 117])
     np.testing.assert_array_equal(g.weight[:, 0, 0, 0], [120, 376])
     np.testing.assert_array_equal(g.bias, [36, 36])
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_results_never_alias_the_reused_scratch_buffers(batch):
+    """Temporaries live in per-thread buffers reused by the next call (_columns.py): a first
+    call's results must survive a second call with other data (batch 1 makes the final
+    transposes contiguous views, where a missing copy would show)."""
+    rng = np.random.default_rng(11)
+
+    def run():
+        x = rng.standard_normal((batch, 2, 6, 5))
+        w, wt = rng.standard_normal((3, 2, 3, 3)), rng.standard_normal((2, 3, 3, 3))
+        c, ct = rng.standard_normal((batch, 3, 4, 3)), rng.standard_normal((batch, 3, 8, 7))
+        g = conv2d_backward(c, x, w)
+        gt = conv_transpose2d_backward(ct, x, wt)
+        return [
+            conv2d(x, w),
+            g.x,
+            g.weight,
+            conv1d(x[:, :, 0], w[:, :, 0]),
+            conv_transpose2d(x, wt),
+            gt.x,
+            gt.weight,
+        ]
+
+    first = run()
+    kept = [a.copy() for a in first]
+    run()
+    for a, b in zip(first, kept, strict=True):
+        np.testing.assert_array_equal(a, b)
+    columns.release_scratch()
+    assert not columns._SCRATCH.buffers
 
 
 def test_an_empty_batch_or_channel_set_gives_empty_sums():

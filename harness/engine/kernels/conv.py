@@ -190,11 +190,11 @@ def conv_transpose2d(
     if x.size == 0 or weight.size == 0:
         return _empty_output((x.shape[0], c_out, *_transpose_out_hw((h, w), g, pad_out)), x, bias)
     # cols[(co, i, j), (h, w, n)] = sum_ci weight[ci, co, i, j] * x[n, ci, h, w]
-    xg = columns.batch_last(x).reshape(g.groups, c_in // g.groups, -1)
+    xg = columns.batch_last(x, "factor").reshape(g.groups, c_in // g.groups, -1)
     wg = weight.reshape(g.groups, c_in // g.groups, -1).transpose(0, 2, 1)
-    cols = _matmul(wg, xg).reshape(c_out * g.kernel[0] * g.kernel[1], -1)
+    cols = _matmul(wg, xg, "gemm").reshape(c_out * g.kernel[0] * g.kernel[1], -1)
     full = _full_transpose_hw((h, w), g, pad_out)
-    plane = columns.col2im(cols, full, (h, w), g.kernel, g.stride, g.dilation)
+    plane = columns.col2im(cols, full, (h, w), g.kernel, g.stride, g.dilation, "plane")
     (p0, p1), (h_out, w_out) = g.padding, _transpose_out_hw((h, w), g, pad_out)
     cropped = plane[:, p0 : p0 + h_out, p1 : p1 + w_out]
     return _with_bias(columns.batch_first(cropped, (h_out, w_out)), bias)
@@ -219,15 +219,15 @@ def conv_transpose2d_backward(
     if grad.size == 0 or weight.size == 0:
         return _zero_grads(grad, x, weight, need_x, need_weight, need_bias)
     # The padded gradient is the uncropped output plane; its H x W windows are the input's.
-    gp = columns.plane(grad, g.padding, _full_transpose_hw((h, w), g, pad_out))
-    cols = columns.im2col(gp, (h, w), g.kernel, g.stride, g.dilation)
+    gp = columns.plane(grad, g.padding, _full_transpose_hw((h, w), g, pad_out), slot="plane")
+    cols = columns.im2col(gp, (h, w), g.kernel, g.stride, g.dilation, "cols")
     cols = cols.reshape(g.groups, -1, cols.shape[-1])  # [groups, c_out/groups * KH * KW, H*W*N]
     gx = gw = gb = None
     if need_x:
         wg = weight.reshape(g.groups, c_in // g.groups, -1)
-        gx = np.ascontiguousarray(columns.batch_first(_matmul(wg, cols).reshape(c_in, -1), (h, w)))
+        gx = _fresh(columns.batch_first(_matmul(wg, cols, "gemm").reshape(c_in, -1), (h, w)))
     if need_weight:
-        xg = columns.batch_last(x).reshape(g.groups, c_in // g.groups, -1)
+        xg = columns.batch_last(x, "factor").reshape(g.groups, c_in // g.groups, -1)
         gw = _matmul(xg, cols.transpose(0, 2, 1)).reshape(weight.shape)
     if need_bias:
         gb = grad.sum(axis=(0, 2, 3))
@@ -245,9 +245,9 @@ def _conv2d(x, weight, bias, g: _Geometry, keep: bool):
     out_hw = _conv_out_hw(x.shape[2:], g, 2)
     if x.size == 0 or weight.size == 0:
         return _empty_output((x.shape[0], c_out, *out_hw), x, bias), None
-    cols = _columns_of(x, g, out_hw)
+    cols = _columns_of(x, g, out_hw, None if keep else "cols")
     wg = weight.reshape(g.groups, c_out // g.groups, -1)
-    out = columns.batch_first(_matmul(wg, cols).reshape(c_out, -1), out_hw)
+    out = columns.batch_first(_matmul(wg, cols, "gemm").reshape(c_out, -1), out_hw)
     if keep:
         cols.flags.writeable = False
     return _with_bias(out, bias), cols if keep else None
@@ -260,20 +260,19 @@ def _conv2d_backward(grad, x, weight, g, need_x, need_weight, need_bias, cols) -
     if grad.size == 0 or weight.size == 0:
         return _zero_grads(grad, x, weight, need_x, need_weight, need_bias)
     # [groups, c_out / groups, OH * OW * N]: the gradient as a factor of both gemms
-    gt = columns.batch_last(grad).reshape(g.groups, c_out // g.groups, -1)
+    gt = columns.batch_last(grad, "factor").reshape(g.groups, c_out // g.groups, -1)
     gx = gw = gb = None
     if need_x:
         wg = weight.reshape(g.groups, c_out // g.groups, -1).transpose(0, 2, 1)
-        grad_cols = _matmul(wg, gt).reshape(c_in * g.kernel[0] * g.kernel[1], -1)
+        grad_cols = _matmul(wg, gt, "gemm").reshape(c_in * g.kernel[0] * g.kernel[1], -1)
         padded = (h + 2 * g.padding[0], w + 2 * g.padding[1])
-        plane = columns.col2im(grad_cols, padded, out_hw, g.kernel, g.stride, g.dilation)
+        plane = columns.col2im(grad_cols, padded, out_hw, g.kernel, g.stride, g.dilation, "plane")
         p0, p1 = g.padding
-        gx = columns.batch_first(plane[:, p0 : p0 + h, p1 : p1 + w], (h, w))
-        gx = np.ascontiguousarray(gx)
+        gx = _fresh(columns.batch_first(plane[:, p0 : p0 + h, p1 : p1 + w], (h, w)))
     if need_weight:
         shape = (g.groups, c_in // g.groups * g.kernel[0] * g.kernel[1], gt.shape[-1])
         if cols is None:
-            cols = _columns_of(x, g, out_hw)
+            cols = _columns_of(x, g, out_hw, "cols")
         elif cols.shape != shape or cols.dtype != x.dtype:
             raise ShapeError(
                 f"conv: columns of shape {fmt(cols.shape)} ({cols.dtype}) do not belong to "
@@ -285,9 +284,10 @@ def _conv2d_backward(grad, x, weight, g, need_x, need_weight, need_bias, cols) -
     return ConvGrads(x=gx, weight=gw, bias=gb)
 
 
-def _columns_of(x, g: _Geometry, out_hw) -> np.ndarray:
+def _columns_of(x, g: _Geometry, out_hw, slot) -> np.ndarray:
     """The input's columns by group: `[groups, C/groups * KH * KW, OH * OW * N]`."""
-    cols = columns.im2col(columns.plane(x, g.padding), out_hw, g.kernel, g.stride, g.dilation)
+    xp = columns.plane(x, g.padding, slot="plane")
+    cols = columns.im2col(xp, out_hw, g.kernel, g.stride, g.dilation, slot)
     return cols.reshape(g.groups, -1, cols.shape[-1])
 
 
@@ -308,20 +308,31 @@ def _zero_grads(grad, x, weight, need_x, need_weight, need_bias) -> ConvGrads:
     )
 
 
-def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _matmul(a: np.ndarray, b: np.ndarray, slot=None) -> np.ndarray:
     """A batched matmul over the leading groups axis; one 2-D gemm when there is one group.
+    Into a scratch buffer when `slot` names one (see _columns.py).
 
     Without NumPy's "invalid value" warning: burn computes NaN from infinities silently."""
+    out = columns.scratch(slot, (a.shape[0], a.shape[1], b.shape[2]), np.result_type(a, b))
     with np.errstate(invalid="ignore"):
         if a.shape[0] == 1:
-            return np.matmul(a[0], b[0])[None]
-        return np.matmul(a, b)
+            np.matmul(a[0], b[0], out=out[0])
+        else:
+            np.matmul(a, b, out=out)
+    return out
+
+
+def _fresh(view: np.ndarray) -> np.ndarray:
+    """A new C-contiguous copy (never a view of a scratch buffer, unlike ascontiguousarray)."""
+    out = np.empty(view.shape, dtype=view.dtype)
+    np.copyto(out, view)
+    return out
 
 
 def _with_bias(out_view: np.ndarray, bias) -> np.ndarray:
     """The C-contiguous output: the (transposed) view copied once, with the bias added."""
     if bias is None:
-        return np.ascontiguousarray(out_view)
+        return _fresh(out_view)
     out = np.empty(out_view.shape, dtype=out_view.dtype)
     np.add(out_view, bias[None, :, None, None], out=out)
     return out

@@ -129,7 +129,7 @@ def _max_pool2d(x: np.ndarray, w: _Window) -> MaxPoolOutput:
     With a NaN, the masked scan reproduces flex's comparisons one by one."""
     h, width = x.shape[2:]
     plane_hw = (_padded_size(h, w, 0), _padded_size(width, w, 1))
-    xp = columns.plane(x, w.padding, plane_hw, fill=-np.inf)
+    xp = columns.plane(x, w.padding, plane_hw, fill=-np.inf, slot="plane")
     valid_h, valid_w = _valid(h, w, 0), _valid(width, w, 1)  # [out, kernel] each
     taps = [
         (i * w.kernel[1] + j, xp[(slice(None), *tap(w.out, i, j, w.stride, w.dilation))])
