@@ -3,9 +3,12 @@ forward function and a VJP ("backward") that returns a dataclass of named input 
 
 Pure functions: inputs are never written; outputs are fresh C-contiguous arrays of the input's
 float dtype (float32 or float64, never promoted). The engine registers them as primitives.
+The convolutions keep their temporaries in reused per-thread scratch buffers (_columns.py);
+`release_scratch()` frees them.
 Each module's docstring cites the burn files it follows and lists where burn and PyTorch differ.
 """
 
+from ._columns import release_scratch
 from .adaptive_pool import (
     adaptive_avg_pool1d,
     adaptive_avg_pool1d_backward,
@@ -68,4 +71,5 @@ __all__ = [
     "max_pool1d_backward",
     "max_pool2d",
     "max_pool2d_backward",
+    "release_scratch",
 ]

@@ -216,7 +216,7 @@ def conv_transpose2d_backward(
     check_grad_shape(
         "conv_transpose2d", grad, (x.shape[0], c_out, *_transpose_out_hw((h, w), g, pad_out))
     )
-    if grad.size == 0 or weight.size == 0:
+    if grad.size == 0 or weight.size == 0 or not (need_x or need_weight):
         return _zero_grads(grad, x, weight, need_x, need_weight, need_bias)
     # The padded gradient is the uncropped output plane; its H x W windows are the input's.
     gp = columns.plane(grad, g.padding, _full_transpose_hw((h, w), g, pad_out), slot="plane")
@@ -300,7 +300,8 @@ def _empty_output(shape, x: np.ndarray, bias) -> np.ndarray:
 
 
 def _zero_grads(grad, x, weight, need_x, need_weight, need_bias) -> ConvGrads:
-    """The gradients when a batch or a channel count is 0: empty sums are 0."""
+    """The gradients when a batch or a channel count is 0 (empty sums are 0), or the bias's
+    alone."""
     return ConvGrads(
         x=np.zeros(x.shape, dtype=x.dtype) if need_x else None,
         weight=np.zeros(weight.shape, dtype=x.dtype) if need_weight else None,
