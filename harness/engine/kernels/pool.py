@@ -80,7 +80,9 @@ class _Window:
 # ---------------------------------------------------------------------------------------------
 
 
-def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+def max_pool1d(
+    x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False
+) -> MaxPoolOutput:
     """burn `module::max_pool1d_with_indices(x, kernel_size, stride, padding, dilation,
     ceil_mode)`: x `[N, C, L]` -> `MaxPoolOutput` `[N, C, L_out]` (indices = positions in L).
     `stride` None = `kernel_size` (burn-nn's `MaxPool1dConfig` default)."""
@@ -89,7 +91,9 @@ def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     return MaxPoolOutput(output=r.output[:, :, 0, :], indices=r.indices[:, :, 0, :])
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+def max_pool2d(
+    x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False
+) -> MaxPoolOutput:
     """burn `module::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation,
     ceil_mode)`: x `[N, C, H, W]` -> `MaxPoolOutput` `[N, C, H_out, W_out]`,
     `H_out = (H + 2*padding - dilation*(K-1) - 1) // stride + 1` (ceil in ceil mode)."""
@@ -232,14 +236,18 @@ def _max_pool_backward(op, grad, indices, x_shape) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-def avg_pool1d(x, kernel_size, stride=None, padding=0, count_include_pad=True, ceil_mode=False):
+def avg_pool1d(
+    x, kernel_size, stride=None, padding=0, count_include_pad=True, ceil_mode=False
+) -> np.ndarray:
     """burn `module::avg_pool1d(x, kernel_size, stride, padding, count_include_pad,
     ceil_mode)`: x `[N, C, L]` -> `[N, C, L_out]` (see `avg_pool2d`)."""
     w = _window("avg_pool1d", x, 1, kernel_size, stride, padding, 1, ceil_mode)
     return _avg_pool2d(x[:, :, None, :], w, count_include_pad)[:, :, 0, :]
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad=True, ceil_mode=False):
+def avg_pool2d(
+    x, kernel_size, stride=None, padding=0, count_include_pad=True, ceil_mode=False
+) -> np.ndarray:
     """burn `module::avg_pool2d(x, kernel_size, stride, padding, count_include_pad,
     ceil_mode)`: x `[N, C, H, W]` -> `[N, C, H_out, W_out]`, each window's sum over its input
     elements divided by the number of its positions inside the padded input
