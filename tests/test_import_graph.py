@@ -80,11 +80,14 @@ ONLY_FROM = {
     "harness.engine": (),
     # The codec and the shared pieces below everything else.
     "harness.tolerances": (),
-    "harness.sidecar": (),
+    "harness.ulp": (),
+    "harness.summary": (),
+    "harness.sidecar": ("harness.summary",),
     "harness.environment": (),
     "harness.cli": (),
     "harness.record": ("harness.sidecar",),
-    "harness.diff": ("harness.tolerances",),
+    "harness.diff_stats": ("harness.tolerances", "harness.ulp"),
+    "harness.diff": ("harness.tolerances", "harness.ulp", "harness.diff_stats"),
     # The results model is data over diffs; the renderers read it and diff data only.
     "harness.results": ("harness.diff",),
     "harness.report": ("harness.results", "harness.diff", "harness.tolerances", "harness.record"),
