@@ -232,7 +232,7 @@ __all__ += [
 ]
 
 # --- nn/ (sequence modules: attention, transformer encoder, encodings, LSTM / GRU) ---
-from .nn import (
+from .nn import (  # noqa: E402
     GRU_GATES,
     LSTM_GATES,
     NORM_FIRST_REMAPPING,

@@ -353,3 +353,8 @@ def test_rotary_encoding_against_burn_vectors_and_torch():
     np.testing.assert_allclose(ye.grad(grads).numpy(), yt.grad.numpy(), rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="The input embedding dimension must be even"):
         RotaryEncodingConfig(10, 5).init(AD)
+
+
+def test_exact_gelu_is_refused_until_erf_exists():
+    with pytest.raises(NotImplementedError, match="erf primitive"):
+        ActivationConfig.Gelu.init()(tensor(np.zeros(2)))

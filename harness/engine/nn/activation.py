@@ -3,6 +3,9 @@ take (crates/burn-nn/src/activation/activation_wrapper.rs, burn
 2c06be351006851d42fdb6df16b976f4a82d9747): `Identity`, `Gelu`, `GeluApproximate`, `Relu`,
 `Sigmoid`, `Tanh`. Spelled as burn's enum: `ActivationConfig.Gelu.init()`.
 
+`Gelu` (exact, `0.5 * x * (1 + erf(x / sqrt(2)))`, burn's default for the transformer)
+raises NotImplementedError until the engine has an `erf` primitive.
+
 `GeluApproximate` is burn's `gelu_approximate` composite (burn-tensor activation/base.rs):
 `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))`, PyTorch's
 `F.gelu(x, approximate="tanh")`.
@@ -31,9 +34,10 @@ def gelu_approximate(x: Tensor) -> Tensor:
 
 
 def _gelu(x: Tensor) -> Tensor:
-    from harness.engine import activation  # the primitive-backed gelu, see activation.py
-
-    return activation.gelu(x)
+    raise NotImplementedError(
+        "ActivationConfig.Gelu needs the erf primitive, which the engine does not have yet; "
+        "use ActivationConfig.Relu or ActivationConfig.GeluApproximate"
+    )
 
 
 _FORWARD = {
