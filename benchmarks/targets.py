@@ -75,6 +75,24 @@ TARGETS: tuple[Target, ...] = (
         source=FIRST_ROUND,
     ),
     Target(
+        "transformer step / torch",
+        "one Adam training step, 2-layer encoder d_model 32, 4 heads, d_ff 64, batch 16, "
+        "sequence 32, float32, 1 thread",
+        "engine",
+        "torch",
+        1.5,
+        source="issue 15",
+    ),
+    Target(
+        "lstm 32 steps fwd+bwd / torch",
+        "LSTM forward + backward over 32 time steps, batch 16, d_input 32, d_hidden 64, "
+        "float32, 1 thread",
+        "engine",
+        "torch",
+        2.0,
+        source="issue 15",
+    ),
+    Target(
         "diff 1e7 wide: speed-up",
         "statistics of two 1e7 float32 arrays, absolute noise 1e-7 (ULP over 20+ buckets)",
         "assert_array_max_ulp",

@@ -1,0 +1,126 @@
+"""The sequence modules' speed against PyTorch eager (issue 15), interleaved in one process:
+one Adam training step of a 2-layer transformer encoder (batch 16, sequence 32, d_model 32,
+4 heads, d_ff 64, relu, dropout 0, a Linear head, cross-entropy over every position), and an
+LSTM forward + backward over 32 time steps (batch 16, 32 -> 64).
+
+Run: ``make bench ARGS=benchmarks/bench_sequence.py``. Both sides start from the same PyTorch
+weights (imported through the PyTorch rules); after the timed rounds the LSTM input gradients
+must agree and the two transformers must have taken the same number of steps.
+"""
+
+from __future__ import annotations
+
+import mlp
+import numpy as np
+import safetensors.numpy
+import torch
+import torch.nn.functional as F
+
+from harness.engine import (
+    ActivationConfig,
+    AdamConfig,
+    CrossEntropyLossConfig,
+    Device,
+    GradientsParams,
+    LinearConfig,
+    LstmConfig,
+    Module,
+    PyTorchToBurnAdapter,
+    SafetensorsStore,
+    Tensor,
+    TransformerEncoderConfig,
+    TransformerEncoderInput,
+)
+
+B, S, D, NH, FF, V = 16, 32, 32, 4, 64, 16
+LSTM_IN, LSTM_H = 32, 64
+
+
+def _load(engine_module, torch_module):
+    state = {k: v.detach().numpy().copy() for k, v in torch_module.state_dict().items()}
+    store = SafetensorsStore.from_bytes(safetensors.numpy.save(state))
+    model, result = store.with_from_adapter(PyTorchToBurnAdapter()).apply_to(engine_module)
+    assert not (result.missing or result.errors), result
+    return model
+
+
+class TorchNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(D, NH, FF, dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(D, V)
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
+class Net(Module):
+    def __init__(self, device) -> None:
+        config = TransformerEncoderConfig(D, FF, NH, 2, dropout=0.0)
+        self.encoder = config.with_activation(ActivationConfig.Relu).init(device)
+        self.head = LinearConfig(D, V).init(device)
+
+    def forward(self, x):
+        return self.head(self.encoder(TransformerEncoderInput.new(x)))
+
+
+def _transformer_data():
+    rng = np.random.default_rng(41)
+    x = rng.standard_normal((B, S, D)).astype(np.float32)
+    return x, rng.integers(0, V, B * S).astype(np.int64)
+
+
+def _transformer_sides():
+    torch.manual_seed(40)
+    ref = TorchNet()
+    x_np, y_np = _transformer_data()
+    device = Device.flex().autodiff()
+    state = {"model": _load(Net(device), ref), "optim": AdamConfig(epsilon=1e-8).init()}
+    x, y = Tensor.from_numpy(x_np, device), Tensor.from_numpy(y_np, device)
+    loss_fn = CrossEntropyLossConfig().init(device)
+    optim_t = torch.optim.Adam(ref.parameters(), lr=1e-3)
+    xt, yt = torch.from_numpy(x_np), torch.from_numpy(y_np)
+
+    def engine_step():
+        model = state["model"]
+        loss = loss_fn.forward(model(x).reshape([B * S, V]), y)
+        grads = GradientsParams.from_grads(loss.backward(), model)
+        state["model"] = state["optim"].step(1e-3, model, grads)
+
+    def torch_step():
+        optim_t.zero_grad()
+        F.cross_entropy(ref(xt).reshape(B * S, V), yt).backward()
+        optim_t.step()
+
+    return {"engine": engine_step, "torch": torch_step}
+
+
+def test_transformer_step(interleaved):
+    mlp.pin_threads()
+    interleaved("transformer step / torch", _transformer_sides(), max_rounds=200)
+
+
+def test_lstm_forward_backward(interleaved):
+    mlp.pin_threads()
+    torch.manual_seed(42)
+    ref = torch.nn.LSTM(LSTM_IN, LSTM_H, batch_first=True)
+    device = Device.flex().autodiff()
+    lstm = _load(LstmConfig(LSTM_IN, LSTM_H, True).init(device), ref)
+    x_np = np.random.default_rng(43).standard_normal((B, S, LSTM_IN)).astype(np.float32)
+    grads = {}
+
+    def engine():
+        x = Tensor.from_numpy(x_np, device).require_grad()
+        out, _ = lstm(x)
+        grads["engine"] = x.grad(out.sum().backward()).numpy()
+
+    def torch_side():
+        x = torch.tensor(x_np, requires_grad=True)
+        ref(x)[0].sum().backward()
+        grads["torch"] = x.grad.numpy()
+
+    interleaved(
+        "lstm 32 steps fwd+bwd / torch", {"engine": engine, "torch": torch_side}, max_rounds=200
+    )
+    np.testing.assert_allclose(grads["engine"], grads["torch"], rtol=1e-4, atol=1e-5)

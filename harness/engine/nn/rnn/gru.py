@@ -1,0 +1,166 @@
+"""burn's GRU and BiGRU (crates/burn-nn/src/modules/rnn/gru.rs, burn
+2c06be351006851d42fdb6df16b976f4a82d9747; tests `tests_forward_single_input_single_feature`,
+`tests_forward_seq_len_3`).
+
+Per step, in burn's op order: `z = σ(gp_z)`, `r = σ(gp_r)`, the candidate
+`n = tanh(W_in x + b_in + r * (W_hn h + b_hn))` with `reset_after` (the default, PyTorch's
+and cuDNN's form) or `n = tanh(W_in x + b_in + W_hn (r * h) + b_hn)` without (the original
+paper's form, which PyTorch does not offer), then `h = (1 - z) * n + z * h` (clamped to
+±clip if set).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.engine.module import Config, Module
+from harness.engine.tensor import Tensor
+
+from ..activation import ActivationConfig
+from ..initializer import XAVIER_NORMAL, Initializer
+from .gate_controller import GateController
+
+__all__ = ["BiGru", "BiGruConfig", "Gru", "GruConfig"]
+
+
+@dataclass(frozen=True)
+class GruConfig(Config):
+    """burn's `GruConfig::new(d_input, d_hidden, bias)`; `reset_after` defaults to True.
+
+    PyTorch differences (`nn.GRU(input_size, hidden_size)`): no `batch_first` switch, the
+    input is always `[batch, seq, d_input]` (PyTorch defaults to `[seq, batch, d_input]`);
+    `clip` clamps the hidden state (no PyTorch counterpart); one layer, one direction.
+    """
+
+    d_input: int
+    d_hidden: int
+    bias: bool
+    reset_after: bool = True
+    initializer: Initializer = XAVIER_NORMAL
+    gate_activation: ActivationConfig = ActivationConfig.Sigmoid
+    hidden_activation: ActivationConfig = ActivationConfig.Tanh
+    clip: float | None = None
+
+    def init(self, device) -> Gru:
+        def gate():
+            return GateController.new(
+                self.d_input, self.d_hidden, self.bias, self.initializer, device
+            )
+
+        return Gru(gate(), gate(), gate(), self)
+
+
+class Gru(Module):
+    """One GRU layer; `forward(x, state=None) -> output` `[batch, seq, hidden]` (burn returns
+    no final state: it is the output's last step).
+
+    PyTorch difference: `nn.GRU` returns `(output, h_n)` and packs the gates in the order
+    r, z, n (reset, update, new) in `weight_ih_l0` / `weight_hh_l0`; burn's fields are
+    update, reset, new. The importer maps chunk 0 -> reset_gate, 1 -> update_gate,
+    2 -> new_gate (harness.engine.nn.store_rules.GRU_GATES).
+    """
+
+    def __init__(self, update_gate, reset_gate, new_gate, config: GruConfig) -> None:
+        self.update_gate = update_gate
+        self.reset_gate = reset_gate
+        self.new_gate = new_gate
+        self.d_hidden = config.d_hidden
+        self.reset_after = config.reset_after
+        self.gate_activation = config.gate_activation.init()
+        self.hidden_activation = config.hidden_activation.init()
+        self.clip = config.clip
+
+    def forward(self, x: Tensor, state: Tensor | None = None) -> Tensor:
+        return self.forward_iter(x, range(x.shape[1]), state)[0]
+
+    def forward_iter(self, x: Tensor, steps, state: Tensor | None) -> tuple[Tensor, Tensor]:
+        batch_size, seq_length, _ = x.shape
+        hidden = state
+        if hidden is None:
+            hidden = Tensor.zeros([batch_size, self.d_hidden], x.device, x.dtype.name)
+        outputs: list[Tensor | None] = [None] * seq_length
+        for t in steps:
+            hidden = self.step(x.slice([None, (t, t + 1)]).squeeze_dim(1), hidden)
+            outputs[t] = hidden.unsqueeze_dim(1)
+        return Tensor.cat(outputs, 1), hidden
+
+    def step(self, x_t: Tensor, hidden: Tensor) -> Tensor:
+        gate = self.gate_activation
+        update_values = gate(_gate_product(x_t, hidden, None, self.update_gate))
+        reset_values = gate(_gate_product(x_t, hidden, None, self.reset_gate))
+        if self.reset_after:
+            new_sum = _gate_product(x_t, hidden, reset_values, self.new_gate)
+        else:
+            new_sum = _gate_product(x_t, hidden * reset_values, None, self.new_gate)
+        candidate = self.hidden_activation(new_sum)
+        one_minus_z = update_values.neg().add_scalar(1.0)
+        hidden = candidate * one_minus_z + update_values * hidden
+        return hidden if self.clip is None else hidden.clamp(-self.clip, self.clip)
+
+
+def _gate_product(x: Tensor, hidden: Tensor, reset: Tensor | None, gate: GateController):
+    """burn's `Gru::gate_product`: the two matmuls, biases added (unsqueezed), the hidden part
+    scaled by `reset` when given."""
+    input_part = x.matmul(gate.input_transform.weight.val())
+    if gate.input_transform.bias is not None:
+        input_part = input_part + gate.input_transform.bias.val().unsqueeze()
+    hidden_part = hidden.matmul(gate.hidden_transform.weight.val())
+    if gate.hidden_transform.bias is not None:
+        hidden_part = hidden_part + gate.hidden_transform.bias.val().unsqueeze()
+    return input_part + (hidden_part if reset is None else reset * hidden_part)
+
+
+@dataclass(frozen=True)
+class BiGruConfig(Config):
+    """burn's `BiGruConfig::new(d_input, d_hidden, bias)`; `batch_first` True by default."""
+
+    d_input: int
+    d_hidden: int
+    bias: bool
+    reset_after: bool = True
+    initializer: Initializer = XAVIER_NORMAL
+    batch_first: bool = True
+    gate_activation: ActivationConfig = ActivationConfig.Sigmoid
+    hidden_activation: ActivationConfig = ActivationConfig.Tanh
+    clip: float | None = None
+
+    def init(self, device) -> BiGru:
+        base = GruConfig(
+            self.d_input,
+            self.d_hidden,
+            self.bias,
+            self.reset_after,
+            self.initializer,
+            self.gate_activation,
+            self.hidden_activation,
+            self.clip,
+        )
+        return BiGru(base.init(device), base.init(device), self.d_hidden, self.batch_first)
+
+
+class BiGru(Module):
+    """Two GRUs, `forward` and `reverse`; call the module (or `run`) for
+    `(output [batch, seq, 2*hidden], state [2, batch, hidden])`, PyTorch's bidirectional
+    layout."""
+
+    def __init__(self, forward: Gru, reverse: Gru, d_hidden: int, batch_first: bool) -> None:
+        self.forward = forward  # burn's field name shadows the method, as in BiLstm
+        self.reverse = reverse
+        self.d_hidden = d_hidden
+        self.batch_first = batch_first
+
+    def __call__(self, x: Tensor, state: Tensor | None = None):
+        return BiGru.run(self, x, state)
+
+    def run(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        if not self.batch_first:
+            x = x.swap_dims(0, 1)
+        first = None if state is None else state.slice([(0, 1)]).squeeze_dim(0)
+        second = None if state is None else state.slice([(1, 2)]).squeeze_dim(0)
+        steps = range(x.shape[1])
+        out_forward, last_forward = self.forward.forward_iter(x, steps, first)
+        out_reverse, last_reverse = self.reverse.forward_iter(x, reversed(steps), second)
+        output = Tensor.cat([out_forward, out_reverse], 2)
+        output = output if self.batch_first else output.swap_dims(0, 1)
+        state = Tensor.cat([last_forward.unsqueeze(), last_reverse.unsqueeze()], 0)
+        return output, state

@@ -1,0 +1,82 @@
+"""Shared pieces of the test_nn_* files: torch weights into engine modules through the
+importer, engine gradients by param path, float64 finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import safetensors.torch
+import torch
+
+from harness.engine import Device, Tensor
+from harness.engine.store import PyTorchToBurnAdapter, SafetensorsStore
+
+AD = Device.flex().autodiff()
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def import_torch(torch_module: torch.nn.Module, engine_module, remap=()):
+    """`engine_module` with `torch_module`'s weights, through safetensors bytes and burn's
+    adapter plus the registered sequence rules; asserts nothing was left over."""
+    state = {k: v.detach().contiguous() for k, v in torch_module.state_dict().items()}
+    store = SafetensorsStore.from_bytes(safetensors.torch.save(state))
+    for pattern, replacement in remap:
+        store = store.with_key_remapping(pattern, replacement)
+    store = store.with_from_adapter(PyTorchToBurnAdapter())
+    model, result = store.apply_to(engine_module)
+    assert result.errors == (), result.errors
+    assert result.missing == (), result.missing
+    return model, result
+
+
+def tensor(array, dtype="float32", device=AD) -> Tensor:
+    return Tensor.from_numpy(np.asarray(array, dtype=dtype), device)
+
+
+def leaf(array, dtype="float32") -> Tensor:
+    return tensor(array, dtype).require_grad()
+
+
+def grads_by_path(model, grads) -> dict[str, np.ndarray]:
+    out = {}
+    for path, param in model.params():
+        g = param.val().grad(grads)
+        if g is not None:
+            out[path] = g.numpy()
+    return out
+
+
+def rng_array(seed: int, shape, scale=1.0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape) * scale
+
+
+def finite_difference(fn, x: np.ndarray, cotangent: np.ndarray, eps=1e-6) -> np.ndarray:
+    """Central differences of `sum(fn(x) * cotangent)` in float64."""
+    grad = np.zeros_like(x)
+    flat = x.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        up = float(np.sum(fn(x) * cotangent))
+        flat[i] = old - eps
+        down = float(np.sum(fn(x) * cotangent))
+        flat[i] = old
+        grad.reshape(-1)[i] = (up - down) / (2 * eps)
+    return grad
+
+
+TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-9, atol=1e-11)}
+
+
+BALANCED = (0.005, 1e-5)  # burn-std data/compare.rs Tolerance::default() (balanced)
+PERMISSIVE = (0.01, 0.01)  # Tolerance::permissive()
+
+
+def assert_burn_approx(actual, expected, tolerance=BALANCED) -> None:
+    """burn's `assert_approx_eq`: `|x - y| < max(relative * max(|x|, |y|), absolute)`."""
+    relative, absolute = tolerance
+    x = np.asarray(actual, np.float64)
+    y = np.asarray(expected, np.float64)
+    assert x.shape == y.shape, (x.shape, y.shape)
+    bound = np.maximum(relative * np.maximum(np.abs(x), np.abs(y)), absolute)
+    ok = (x == y) | (np.abs(x - y) < bound)
+    assert ok.all(), f"{x[~ok]} != {y[~ok]}"
