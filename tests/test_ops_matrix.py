@@ -11,12 +11,19 @@ import json
 import numpy as np
 import pytest
 
-from harness.ops import matrix
+from harness.ops import cells, matrix
+from harness.ops.cells import DECLARED, FAIL, PASS, valuesets
 from harness.ops.divergences import DIVERGENCES, Divergence
 from harness.ops.inject import differentiable_ops, flipped_rule
-from harness.ops.matrix import DECLARED, FAIL, PASS, run_item, valuesets
+from harness.ops.matrix import run_item
 from harness.ops.opinion import TORCH_CLOSER
-from harness.ops.registry import PAIRS, tensor_op_methods, uncovered_methods, unknown_methods
+from harness.ops.registry import (
+    PAIRS,
+    pair,
+    tensor_op_methods,
+    uncovered_methods,
+    unknown_methods,
+)
 
 ITEMS = [(p.name, dtype) for p in PAIRS for dtype in matrix.DTYPES]
 
@@ -61,9 +68,9 @@ def test_menu_covers_zero_d_broadcasting_and_empty_shapes():
 
 
 def test_kinks_and_specials_value_sets_are_chosen_per_op():
-    assert valuesets(matrix.pair("relu")) == ("random", "kinks", "specials")
-    assert valuesets(matrix.pair("exp")) == ("random", "specials")
-    assert valuesets(matrix.pair("int")) == ("random",)  # NaN -> int is undefined
+    assert valuesets(pair("relu")) == ("random", "kinks", "specials")
+    assert valuesets(pair("exp")) == ("random", "specials")
+    assert valuesets(pair("int")) == ("random",)  # NaN -> int is undefined
 
 
 # --- the divergence table ----------------------------------------------------------------------
@@ -199,7 +206,7 @@ def test_cli_exits_1_on_an_injected_bug(tmp_path, capsys):
 
 
 def test_specials_include_nan_infinities_signed_zero_and_subnormals():
-    s = matrix.specials("float32")
+    s = cells.specials("float32")
     assert np.isnan(s).any() and np.isposinf(s).any() and np.isneginf(s).any()
     assert any(x == 0 and np.signbit(x) for x in s)
     tiny = np.finfo(np.float32).smallest_subnormal

@@ -15,8 +15,9 @@ Programs stay inside the ops' domains, so that a disagreement is a finding and n
 divergence: each value carries an interval, and `log`, `sqrt`, `recip`, `div`... are drawn
 only where the interval keeps them away from 0, `exp` only where it cannot overflow, and no
 value may exceed `BOUND` in magnitude. Which ops are drawn, and the interval rule of each, are
-the `fuzz` facts of their registrations (harness/engine/ops/). Ops whose conventions differ on purpose at kinks
-(`max()` on ties, `cast`) are left out; `harness.ops.divergences` covers them in the matrix.
+the `fuzz` facts of their registrations (harness/engine/ops/). Ops whose conventions differ
+on purpose at kinks (`max()` on ties, `cast`) are left out; `harness.ops.divergences` covers
+them in the matrix.
 
 `python -m harness.ops.fuzz --examples 5000` runs a longer search; on a failure it prints the
 shrunk program as a case file, the comparison and the float64 third opinion, and exits 1.
@@ -159,9 +160,7 @@ def steps_for(draw, pool: list[Abs]) -> tuple[Step, Abs]:
             op, d = draw(st.sampled_from(options))
             params = (("dim", d),) if STRUCTURAL_BY_NAME[op].dims else ()
             return Step(op, (first,), params), structural_result(op, x, d)
-    unary = [
-        op for op, u in UNARY_BY_NAME.items() if u.ok(x) and _fits(Abs(x.shape, *u.bounds(x)))
-    ]
+    unary = [op for op, u in UNARY_BY_NAME.items() if u.ok(x) and _fits(Abs(x.shape, *u.bounds(x)))]
     op = draw(st.sampled_from(unary))  # never empty: neg always fits
     return Step(op, (first,)), Abs(x.shape, *UNARY_BY_NAME[op].bounds(x))
 
