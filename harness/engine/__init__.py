@@ -34,7 +34,7 @@ __all__ = [
     "unbroadcast",
 ]
 
-# --- module.py ---
+# --- module/ (core, layers) ---
 from .module import (
     Config,
     Dropout,
