@@ -52,7 +52,8 @@ class Node:
     """Autodiff bookkeeping of one tensor. `rule` is None once the step ran (or for leaves).
 
     `grad` holds the gradient summed so far for a pending step, only while a backward pass
-    runs (a slot is cheaper than a dict keyed by id on the hot path).
+    runs (a slot is cheaper than a dict keyed by id on the hot path): `_PENDING` once the pass
+    collected the step, None outside a pass.
     """
 
     __slots__ = ("grad", "id", "order", "parents", "requirement", "rule", "saved")
@@ -126,7 +127,7 @@ def backward(root: Node | None, shape: tuple[int, ...], dtype: np.dtype) -> Grad
     if root.rule is None:
         raise AutodiffError(NO_STEP_REGISTERED)
     steps = _collect_steps(root)
-    root.grad = seed
+    root.grad = seed  # the other steps start at _PENDING (see _collect_steps)
     leaves: dict[int, np.ndarray] = {}
     try:
         _run_steps(steps, leaves)
@@ -145,7 +146,7 @@ def _run_steps(steps: list[Node], leaves: dict[int, np.ndarray]) -> None:
         # The step is consumed, and the node's own gradient dropped (no retain_grad).
         rule, node.rule = node.rule, None
         g, node.grad = node.grad, None
-        if g is not None:
+        if g is not _PENDING:  # no gradient reached it: nothing to pass on
             parents = node.parents
             grads = rule(node.saved, g, parents)
             # One gradient per parent, as the rule's registration promised. A length test, not
@@ -160,7 +161,7 @@ def _run_steps(steps: list[Node], leaves: dict[int, np.ndarray]) -> None:
                     continue
                 if parent.rule is not None:
                     prev = parent.grad
-                    parent.grad = gp if prev is None else prev + gp
+                    parent.grad = gp if prev is _PENDING else prev + gp
                 elif parent.requirement is GRAD:
                     pid = parent.id
                     prev = get(pid)
@@ -189,24 +190,32 @@ _by_id = attrgetter("id")
 _by_order = attrgetter("order")
 
 
+# The gradient slot of a collected step before any gradient reached it; it also marks the
+# node as collected, which a set of ids would do at twice the cost.
+_PENDING = object()
+
+
 def _collect_steps(root: Node) -> list[Node]:
-    """Nodes with a pending step reachable from root, deepest first.
+    """Nodes with a pending step reachable from root, deepest first, their `grad` _PENDING.
 
     Marked leaves are not collected: `_run_steps` finds them as parents of the steps it runs.
     """
     steps = [root]
     append = steps.append
-    seen = {root.id}
-    # Breadth first: `steps` is its own queue (a for loop sees the items appended meanwhile).
-    for node in steps:
-        for parent in node.parents:
-            # No pending step: a marked leaf, or a step an earlier backward consumed.
-            if parent is None or parent.rule is None:
-                continue
-            pid = parent.id
-            if pid not in seen:
-                seen.add(pid)
-                append(parent)
+    try:
+        # Breadth first: `steps` is its own queue (a for loop sees the items appended).
+        for node in steps:
+            for parent in node.parents:
+                # No pending step: a marked leaf, or a step an earlier backward consumed.
+                if parent is None or parent.rule is None:
+                    continue
+                if parent.grad is None:
+                    parent.grad = _PENDING
+                    append(parent)
+    except BaseException:
+        for node in steps:
+            node.grad = None
+        raise
     # An op's order is 1 + its deepest parent's, so descending order is a topological order;
     # ties run by descending id. Two stable single-key sorts are ~2x cheaper than a tuple key.
     if len(steps) > 1:

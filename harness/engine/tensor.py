@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from operator import attrgetter
 
 import numpy as np
 
 from . import autodiff
-from .autodiff import GRAD, AutodiffMethods, Node
+from .autodiff import GRAD, NONE, AutodiffMethods, Node, next_node_id
 from .device import Device
 from .errors import AutodiffError, ShapeError
 from .methods import (
@@ -116,9 +117,11 @@ class Tensor(AutodiffMethods):
         node = self._node
         if node is None:
             return Tensor(array, _PLAIN, None)
+        # Nodes built here, not by marked_leaf() / untracked_node(): one call less per param
+        # at every optimizer step.
         if node.requirement is GRAD:
-            return Tensor(array, _AUTODIFF, autodiff.marked_leaf())
-        return Tensor(array, _AUTODIFF, autodiff.untracked_node())
+            return Tensor(array, _AUTODIFF, Node(next_node_id(), GRAD, None, 0, None, None))
+        return Tensor(array, _AUTODIFF, Node(next_node_id(), NONE, None, 0, None, None))
 
     @staticmethod
     def from_floats(data, device: Device, dtype="float32") -> Tensor:
@@ -172,20 +175,13 @@ class Tensor(AutodiffMethods):
 
     # ------------------------------------------------------------------ data access
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The shape, as a tuple."""
-        return self._data.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The NumPy dtype object (`str(t.dtype)` is "float32", "float64", "int64" or "bool")."""
-        return self._data.dtype
-
-    @property
-    def ndim(self) -> int:
-        """The rank."""
-        return self._data.ndim
+    # attrgetter: the property runs in C, with no Python frame (losses read shapes per step).
+    shape = property(attrgetter("_data.shape"), doc="The shape, as a tuple.")
+    dtype = property(
+        attrgetter("_data.dtype"),
+        doc='The NumPy dtype object (`str(t.dtype)` is "float32", "float64", "int64" or "bool").',
+    )
+    ndim = property(attrgetter("_data.ndim"), doc="The rank.")
 
     def dims(self) -> list[int]:
         """The shape as a list (burn's `dims()`)."""

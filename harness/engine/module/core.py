@@ -232,7 +232,8 @@ def _tombstone(cls: type) -> type:
 def consume(module: Module) -> None:
     """Mark `module` as moved: any later use raises MovedValueError."""
     # object.__setattr__: frozen dataclass modules forbid ordinary attribute assignment.
-    object.__setattr__(module, "__class__", _tombstone(type(module)))
+    cls = module.__class__
+    object.__setattr__(module, "__class__", _TOMBSTONES.get(cls) or _tombstone(cls))
 
 
 def consume_map(module: Module, fn: Callable[[Param], Param]) -> Module:
