@@ -11,14 +11,19 @@ import json
 import numpy as np
 import pytest
 
-from harness.engine import BACKWARD_RULES
-from harness.engine.tensor import TENSOR_OPS
-from harness.ops import matrix
+from harness.ops import cells, matrix
+from harness.ops.cells import DECLARED, FAIL, PASS, valuesets
 from harness.ops.divergences import DIVERGENCES, Divergence
-from harness.ops.inject import flipped_rule
-from harness.ops.matrix import DECLARED, FAIL, PASS, run_item, valuesets
+from harness.ops.inject import differentiable_ops, flipped_rule
+from harness.ops.matrix import run_item
 from harness.ops.opinion import TORCH_CLOSER
-from harness.ops.registry import PAIRS, uncovered_methods, unknown_methods
+from harness.ops.registry import (
+    PAIRS,
+    pair,
+    tensor_op_methods,
+    uncovered_methods,
+    unknown_methods,
+)
 
 ITEMS = [(p.name, dtype) for p in PAIRS for dtype in matrix.DTYPES]
 
@@ -33,9 +38,9 @@ def test_op_agrees_with_torch_or_diverges_as_declared(op, dtype):
 
 
 def test_every_engine_tensor_op_has_a_pair():
-    # Adding an op to the engine's TENSOR_OPS without a pair in the registry fails here.
+    # Adding a Tensor op method without a check in its primitive's registration fails here.
     assert uncovered_methods() == []
-    assert {p.method for p in PAIRS} == set(TENSOR_OPS)
+    assert {p.method for p in PAIRS} == tensor_op_methods()
 
 
 def test_every_pair_names_an_engine_tensor_op():
@@ -43,7 +48,7 @@ def test_every_pair_names_an_engine_tensor_op():
 
 
 def test_every_backward_rule_is_exercised_by_some_pair():
-    assert set(BACKWARD_RULES) <= {p.op for p in PAIRS}
+    assert set(differentiable_ops()) <= {p.op for p in PAIRS}
 
 
 def test_pair_names_are_unique():
@@ -63,9 +68,9 @@ def test_menu_covers_zero_d_broadcasting_and_empty_shapes():
 
 
 def test_kinks_and_specials_value_sets_are_chosen_per_op():
-    assert valuesets(matrix.pair("relu")) == ("random", "kinks", "specials")
-    assert valuesets(matrix.pair("exp")) == ("random", "specials")
-    assert valuesets(matrix.pair("int")) == ("random",)  # NaN -> int is undefined
+    assert valuesets(pair("relu")) == ("random", "kinks", "specials")
+    assert valuesets(pair("exp")) == ("random", "specials")
+    assert valuesets(pair("int")) == ("random",)  # NaN -> int is undefined
 
 
 # --- the divergence table ----------------------------------------------------------------------
@@ -201,14 +206,14 @@ def test_cli_exits_1_on_an_injected_bug(tmp_path, capsys):
 
 
 def test_specials_include_nan_infinities_signed_zero_and_subnormals():
-    s = matrix.specials("float32")
+    s = cells.specials("float32")
     assert np.isnan(s).any() and np.isposinf(s).any() and np.isneginf(s).any()
     assert any(x == 0 and np.signbit(x) for x in s)
     tiny = np.finfo(np.float32).smallest_subnormal
     assert tiny in s and -tiny in s
 
 
-@pytest.mark.parametrize("rule", sorted(BACKWARD_RULES))
+@pytest.mark.parametrize("rule", differentiable_ops())
 def test_flipping_any_backward_rule_fails_an_item_that_uses_it(rule):
     # float64 only, and the first failing pair is enough: this runs once per rule.
     names = [p.name for p in PAIRS if p.op == rule]

@@ -5,7 +5,7 @@ Each submodule re-exports its public names in its own block below; append new bl
 the existing ones as they are.
 """
 
-# --- device.py, errors.py, rules.py, autodiff.py, tensor.py (engine core) ---
+# --- device.py, errors.py, ops/, autodiff.py, tensor.py (engine core) ---
 from .autodiff import Gradients
 from .device import Device
 from .errors import (
@@ -13,26 +13,28 @@ from .errors import (
     DeviceMismatchError,
     DTypeMismatchError,
     MissingRuleError,
+    RuleArityError,
     ShapeError,
 )
-from .rules import BACKWARD_RULES, NON_DIFFERENTIABLE, unbroadcast
+from .ops import PRIMITIVES, Primitive, unbroadcast
 from .tensor import Tensor
 
 __all__ = [
-    "BACKWARD_RULES",
-    "NON_DIFFERENTIABLE",
+    "PRIMITIVES",
     "AutodiffError",
     "DTypeMismatchError",
     "Device",
     "DeviceMismatchError",
     "Gradients",
     "MissingRuleError",
+    "Primitive",
+    "RuleArityError",
     "ShapeError",
     "Tensor",
     "unbroadcast",
 ]
 
-# --- module.py ---
+# --- module/ (core, layers) ---
 from .module import (
     Config,
     Dropout,

@@ -37,3 +37,8 @@ class MissingRuleError(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class RuleArityError(TypeError):
+    """A backward rule that does not return one gradient per input of its op: refused when it
+    is registered (from its `-> tuple[Grad, ...]` annotation) and when it runs."""

@@ -1,4 +1,5 @@
-"""The one table of known engine-vs-PyTorch divergences in the op matrix.
+"""The table of known engine-vs-PyTorch divergences in the op matrix, built from the
+declarations in the primitives' registrations (harness/engine/ops/, `Diverges`).
 
 A comparison in the matrix is keyed `op/dtype/shape/valueset/check`, for example
 `relu/float32/3x2/specials/vjp.a` (checks: `shape`, `forward`, `forward[1]`, `vjp.<input>`).
@@ -14,6 +15,7 @@ declared difference cannot hide a new bug at the same place.
 from __future__ import annotations
 
 import fnmatch
+import glob
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,6 +27,8 @@ import numpy as np
 # the same place (a flipped sign inside a declared rounding difference), the relation fails
 # and so does the item.
 from harness.case import Relation
+from harness.engine.ops.facts import Condition
+from harness.ops.registry import PAIRS, OpPair
 from harness.tolerances import default_tolerance
 
 
@@ -50,7 +54,8 @@ def _differing(t: np.ndarray, e: np.ndarray) -> np.ndarray:
 
 
 def only_where(text: str, pred: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Relation:
-    """The values differ only at elements where `pred(torch, engine)` is true."""
+    """The values differ only at elements where `pred(torch, engine)` is true; `text` reads
+    "differs only where ..."."""
 
     def holds(t, e) -> bool:
         if t is None or e is None or np.shape(t) != np.shape(e):
@@ -59,109 +64,29 @@ def only_where(text: str, pred: Callable[[np.ndarray, np.ndarray], np.ndarray]) 
         d = _differing(t, e)
         return bool(np.all(pred(t[d], e[d])))
 
-    return Relation(f"differs only where {text}", holds)
+    return Relation(text, holds)
 
 
-def _no_engine_gradient(t, e) -> bool:
-    return t is not None and e is None
+def relation_of(condition: Condition) -> Relation:
+    """The case API's relation for a registration's condition."""
+    if condition.elementwise:
+        return only_where(condition.text, condition.test)
+    return Relation(condition.text, condition.test)
 
 
-def _close(rtol: float) -> Relation:
-    def holds(t, e) -> bool:
-        return t is not None and e is not None and bool(np.allclose(t, e, rtol=rtol, atol=0))
-
-    return Relation(f"equal within rtol {rtol:g}", holds)
-
-
-def _same_total(t, e) -> bool:
-    """The gradient mass is the same, only distributed differently (ties)."""
-    return t is not None and e is not None and bool(np.isclose(np.sum(t), np.sum(e)))
-
-
-NO_ENGINE_GRADIENT = Relation("the engine has no gradient", _no_engine_gradient)
-SAME_TOTAL = Relation("same total, distributed differently", _same_total)
-ENGINE_NONFINITE = only_where("the engine's value is NaN or infinite", lambda t, e: ~np.isfinite(e))
-TORCH_ZERO = only_where("torch's value is 0", lambda t, e: t == 0)
-NONFINITE_EITHER = only_where(
-    "either value is NaN or infinite", lambda t, e: ~(np.isfinite(t) & np.isfinite(e))
-)
-TORCH_ZERO_ENGINE_NAN = only_where(
-    "torch is 0 and the engine NaN", lambda t, e: (t == 0) & np.isnan(e)
-)
+def _declarations(pairs: tuple[OpPair, ...]) -> tuple[Divergence, ...]:
+    return tuple(
+        Divergence(
+            f"{glob.escape(p.name)}/{d.where}",
+            d.reason,
+            None if d.condition is None else relation_of(d.condition),
+        )
+        for p in pairs
+        for d in p.diverges
+    )
 
 
-_RANK = (
-    "burn has no 0-d tensors: full reductions return [1] where torch returns 0-d "
-    "(harness.engine.tensor.Tensor.sum)"
-)
-
-_CLAMP_NAN = (
-    "clamp at NaN: burn masks only x < min and x > max, so the gradient passes at NaN; torch "
-    "keeps it only where min <= x <= max, so NaN gets 0 (harness.engine.rules.clamp_backward; "
-    "its comment says 'as in PyTorch', which is true at the bounds but not at NaN)"
-)
-
-DIVERGENCES: tuple[Divergence, ...] = (
-    Divergence("sum/*/*/*/shape", _RANK),
-    Divergence("mean/*/*/*/shape", _RANK),
-    Divergence("max/*/*/*/shape", _RANK),
-    Divergence(
-        "max/*/*/kinks/vjp.a",
-        "full max() on ties: burn sends the whole gradient to the first maximum (max_dim "
-        "indices); torch's max() without dim splits it evenly among the tied maxima",
-        SAME_TOTAL,
-    ),
-    Divergence(
-        "cast/*/*/*/vjp.a",
-        "burn's autodiff float_cast returns a new untracked tensor: no gradient flows through "
-        "a cast; torch's .to(dtype) is differentiable (harness.engine.tensor.Tensor.cast)",
-        NO_ENGINE_GRADIENT,
-    ),
-    Divergence(
-        "div_scalar/float64/*/*/vjp.a",
-        "burn's div_scalar backward computes 1/s in f32 even for f64 tensors, so the float64 "
-        "gradient carries a float32 rounding (harness.engine.rules.div_scalar_backward)",
-        _close(1e-6),
-    ),
-    Divergence(
-        "div/*/*/specials/vjp.b",
-        "divisor gradient with a subnormal divisor: burn's -a/(b*b) underflows b*b to 0 "
-        "(0/0 = NaN), torch's -(a/b)/b does not",
-        ENGINE_NONFINITE,
-    ),
-    Divergence(
-        "powi_scalar[[]0]/*/*/kinks/vjp.a",
-        "x^0 at x = 0: burn's rule p * x^(p-1) gives 0 * inf = NaN; torch special-cases "
-        "exponent 0 to a zero gradient",
-        TORCH_ZERO_ENGINE_NAN,
-    ),
-    Divergence(
-        "powi_scalar[[]0]/*/*/specials/vjp.a",
-        "x^0 at 0, -0.0 and NaN: burn's p * x^(p-1) gives NaN; torch gives a zero gradient",
-        TORCH_ZERO_ENGINE_NAN,
-    ),
-    Divergence(
-        "sqrt/*/*/kinks/vjp.a",
-        "sqrt at -0.0: burn's x^-0.5 / 2 is +inf, torch's grad / (2 sqrt(x)) divides by -0.0 "
-        "and gives -inf (the cotangent's sign decides which side of inf each lands on)",
-        only_where("both are infinite", lambda t, e: np.isinf(t) & np.isinf(e)),
-    ),
-    Divergence(
-        "sqrt/*/*/specials/vjp.a",
-        "sqrt at -0.0 (+inf vs -inf, see kinks) and at -inf: burn's (-inf)^-0.5 / 2 is 0, "
-        "torch's grad / (2 sqrt(-inf)) is NaN",
-        NONFINITE_EITHER,
-    ),
-    Divergence(
-        "abs/*/*/specials/vjp.a",
-        "abs at NaN: the engine's g * sign(x) gives NaN (numpy sign(NaN) = NaN); torch's abs "
-        "backward gives 0 there",
-        TORCH_ZERO_ENGINE_NAN,
-    ),
-    Divergence("clamp/*/*/specials/vjp.a", _CLAMP_NAN, TORCH_ZERO),
-    Divergence("clamp_min/*/*/specials/vjp.a", _CLAMP_NAN, TORCH_ZERO),
-    Divergence("clamp_max/*/*/specials/vjp.a", _CLAMP_NAN, TORCH_ZERO),
-)
+DIVERGENCES: tuple[Divergence, ...] = _declarations(PAIRS)
 
 
 def declared(key: str, table: tuple[Divergence, ...] = DIVERGENCES) -> Divergence | None:

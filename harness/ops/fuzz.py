@@ -14,8 +14,10 @@ program's own `mul` by a leaf; the op matrix uses random cotangents per op.
 Programs stay inside the ops' domains, so that a disagreement is a finding and not a known
 divergence: each value carries an interval, and `log`, `sqrt`, `recip`, `div`... are drawn
 only where the interval keeps them away from 0, `exp` only where it cannot overflow, and no
-value may exceed `BOUND` in magnitude. Ops whose conventions differ on purpose at kinks
-(`max()` on ties, `cast`) are left out; `harness.ops.divergences` covers them in the matrix.
+value may exceed `BOUND` in magnitude. Which ops are drawn, and the interval rule of each, are
+the `fuzz` facts of their registrations (harness/engine/ops/). Ops whose conventions differ
+on purpose at kinks (`max()` on ties, `cast`) are left out; `harness.ops.divergences` covers
+them in the matrix.
 
 `python -m harness.ops.fuzz --examples 5000` runs a longer search; on a failure it prints the
 shrunk program as a case file, the comparison and the float64 third opinion, and exits 1.
@@ -25,9 +27,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,9 +37,10 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from harness.diff import TensorDiff, diff_arrays
+from harness.engine.ops.facts import Abs, FuzzBinary, FuzzElementwise, FuzzStructural, size
 from harness.ops.inject import flipped_rule, rule_name
 from harness.ops.opinion import Opinion, render_opinion, third_opinion
-from harness.ops.registry import pair, render
+from harness.ops.registry import PAIRS, pair, render
 from harness.report import row_summary
 from harness.tolerances import Tolerance
 
@@ -87,166 +89,34 @@ class Program:
 
 
 # ---------------------------------------------------------------------------------------------
-# Abstract values: a shape and an interval holding every element
+# The ops the fuzzer draws, and the abstract value (a shape and an interval holding every
+# element) of each step's result: from the checks' `fuzz` facts (harness/engine/ops/).
 
-
-@dataclass(frozen=True)
-class Abs:
-    shape: tuple[int, ...]
-    lo: float
-    hi: float
-
-    @property
-    def mag(self) -> float:
-        return max(abs(self.lo), abs(self.hi))
-
-    def away_from_zero(self, margin: float = 0.25) -> bool:
-        return self.lo >= margin or self.hi <= -margin
-
-
-def _size(shape: tuple[int, ...]) -> int:
-    return math.prod(shape)
-
-
-def _mono(fn: Callable[[float], float]) -> Callable[[Abs], tuple[float, float]]:
-    return lambda x: (fn(x.lo), fn(x.hi))
-
-
-def _abs_bounds(x: Abs) -> tuple[float, float]:
-    lo = 0.0 if x.lo <= 0 <= x.hi else min(abs(x.lo), abs(x.hi))
-    return lo, x.mag
-
-
-@dataclass(frozen=True)
-class Unary:
-    """An elementwise op: when it applies, and the interval of its result."""
-
-    op: str
-    bounds: Callable[[Abs], tuple[float, float]]
-    ok: Callable[[Abs], bool] = lambda x: True
-
-
-_S = 0.3  # the registry's scalar operand
-UNARY_OPS = (
-    Unary("neg", lambda x: (-x.hi, -x.lo)),
-    Unary("exp", _mono(math.exp), lambda x: x.hi <= 2.5),
-    Unary("log", _mono(math.log), lambda x: x.lo >= 0.25),
-    Unary("sqrt", _mono(math.sqrt), lambda x: x.lo >= 0.25),
-    Unary("abs", _abs_bounds),
-    Unary("relu", _mono(lambda v: max(v, 0.0))),
-    Unary("tanh", _mono(math.tanh)),
-    Unary("sigmoid", _mono(lambda v: 1 / (1 + math.exp(-v)))),
-    Unary("recip", lambda x: (1 / x.hi, 1 / x.lo), lambda x: x.away_from_zero()),
-    Unary("powi_scalar", lambda x: (-(x.mag**3), x.mag**3)),
-    Unary("powf_scalar", _mono(lambda v: v**2.5), lambda x: x.lo >= 0.25),
-    Unary("clamp", _mono(lambda v: min(max(v, -0.5), 0.5))),
-    Unary("add_scalar", _mono(lambda v: v + _S)),
-    Unary("sub_scalar", _mono(lambda v: v - _S)),
-    Unary("rsub_scalar", lambda x: (_S - x.hi, _S - x.lo)),
-    Unary("mul_scalar", _mono(lambda v: v * _S)),
-    Unary("div_scalar", _mono(lambda v: v / _S)),
-    Unary("rdiv_scalar", lambda x: (_S / x.hi, _S / x.lo), lambda x: x.away_from_zero()),
-)
-UNARY_BY_NAME = {u.op: u for u in UNARY_OPS}
-
-
-def _products(a: Abs, b: Abs) -> list[float]:
-    return [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
-
-
-def _broadcast(a: Abs, b: Abs) -> tuple[int, ...] | None:
-    try:
-        return tuple(np.broadcast_shapes(a.shape, b.shape))
-    except ValueError:
-        return None
+_FUZZED = [(p.name, p.fuzz) for p in PAIRS if p.fuzz is not None]
+UNARY_BY_NAME: dict[str, FuzzElementwise] = {
+    n: f for n, f in _FUZZED if isinstance(f, FuzzElementwise)
+}
+BINARY_BY_NAME: dict[str, FuzzBinary] = {n: f for n, f in _FUZZED if isinstance(f, FuzzBinary)}
+STRUCTURAL_BY_NAME: dict[str, FuzzStructural] = {
+    n: f for n, f in _FUZZED if isinstance(f, FuzzStructural)
+}
+UNARY_OPS = tuple(UNARY_BY_NAME)
+BINARY_OPS = tuple(BINARY_BY_NAME)
+STRUCTURAL_OPS = tuple(STRUCTURAL_BY_NAME)
 
 
 def binary_result(op: str, a: Abs, b: Abs) -> Abs | None:
     """The result of a two-operand op on `a`, `b`, or None when it does not apply."""
-    if op in ("add", "sub", "mul", "div"):
-        shape = _broadcast(a, b)
-        if shape is None or (op == "div" and not b.away_from_zero()):
-            return None
-        if op == "add":
-            return Abs(shape, a.lo + b.lo, a.hi + b.hi)
-        if op == "sub":
-            return Abs(shape, a.lo - b.hi, a.hi - b.lo)
-        if op == "mul":
-            p = _products(a, b)
-            return Abs(shape, min(p), max(p))
-        q = [a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi]
-        return Abs(shape, min(q), max(q))
-    if op == "matmul":
-        if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-            return None
-        k = a.shape[1]
-        p = _products(a, b)
-        return Abs((a.shape[0], b.shape[1]), k * min(min(p), 0), k * max(max(p), 0))
-    if op == "cat":
-        if not a.shape or len(a.shape) != len(b.shape) or a.shape[1:] != b.shape[1:]:
-            return None
-        return Abs((a.shape[0] + b.shape[0], *a.shape[1:]), min(a.lo, b.lo), max(a.hi, b.hi))
-    raise KeyError(op)
-
-
-BINARY_OPS = ("add", "sub", "mul", "div", "matmul", "cat")
+    return BINARY_BY_NAME[op].result(a, b)
 
 
 def structural_result(op: str, x: Abs, dim: int) -> Abs | None:
     """Reductions, softmaxes and shape ops (one operand, maybe a dim); None if inapplicable."""
-    shape, n = x.shape, _size(x.shape)
-    if op in ("sum", "mean"):
-        k = n if op == "sum" else 1
-        return Abs((1,), k * min(x.lo, 0) if op == "sum" else x.lo, k * max(x.hi, 0))
-    if not shape:
-        return None
-    kept = (*shape[:dim], 1, *shape[dim + 1 :])
-    if op == "sum_dim":
-        k = shape[dim]
-        return Abs(kept, k * min(x.lo, 0), k * max(x.hi, 0))
-    if op in ("mean_dim", "max_dim"):
-        return Abs(kept, x.lo, x.hi)
-    if op == "softmax":
-        return Abs(shape, 0.0, 1.0)
-    if op == "log_softmax":
-        return Abs(shape, (x.lo - x.hi) - math.log(shape[dim]), 0.0)
-    if op == "reshape":
-        return Abs((n,), x.lo, x.hi)
-    if op == "unsqueeze_dim":
-        return Abs((*shape[:dim], 1, *shape[dim:]), x.lo, x.hi)
-    if op == "squeeze":
-        return Abs(tuple(s for s in shape if s != 1), x.lo, x.hi) if 1 in shape else None
-    if len(shape) < 2:
-        return None
-    if op == "swap_dims":
-        return Abs((shape[1], shape[0], *shape[2:]), x.lo, x.hi)
-    if op == "transpose":
-        return Abs((*shape[:-2], shape[-1], shape[-2]), x.lo, x.hi)
-    if op == "slice" and shape[0] >= 2:
-        return Abs((2, *shape[1:]), x.lo, x.hi)
-    return None
-
-
-STRUCTURAL_OPS = (
-    "sum",
-    "mean",
-    "sum_dim",
-    "mean_dim",
-    "max_dim",
-    "softmax",
-    "log_softmax",
-    "reshape",
-    "unsqueeze_dim",
-    "squeeze",
-    "transpose",
-    "swap_dims",
-    "slice",
-)
-_WITH_DIM = {"sum_dim", "mean_dim", "max_dim", "softmax", "log_softmax", "unsqueeze_dim"}
+    return STRUCTURAL_BY_NAME[op].result(x, dim)
 
 
 def _fits(v: Abs | None) -> bool:
-    return v is not None and v.mag <= BOUND and _size(v.shape) <= 36
+    return v is not None and v.mag <= BOUND and size(v.shape) <= 36
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,7 +129,7 @@ def leaves(draw) -> tuple[Leaf, Abs]:
     shape = draw(st.sampled_from(LEAF_SHAPES))
     positive = draw(st.booleans())
     lo, hi = (2, 8) if positive else (-8, 8)
-    n = _size(shape)
+    n = size(shape)
     ints = draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))
     leaf = Leaf(shape, tuple(k / 4 for k in ints))
     return leaf, Abs(shape, lo / 4, hi / 4)
@@ -283,16 +153,16 @@ def steps_for(draw, pool: list[Abs]) -> tuple[Step, Abs]:
             return Step(op, (first, j)), binary_result(op, x, pool[j])
     if kind == "structural":
         options = []
-        for op in STRUCTURAL_OPS:
-            dims = range(len(x.shape) + (op == "unsqueeze_dim")) if op in _WITH_DIM else [0]
-            options += [(op, d) for d in dims if _fits(structural_result(op, x, d))]
+        for op, fact in STRUCTURAL_BY_NAME.items():
+            dims = fact.dims(len(x.shape)) if fact.dims else [0]
+            options += [(op, d) for d in dims if _fits(fact.result(x, d))]
         if options:
             op, d = draw(st.sampled_from(options))
-            params = (("dim", d),) if op in _WITH_DIM else ()
+            params = (("dim", d),) if STRUCTURAL_BY_NAME[op].dims else ()
             return Step(op, (first,), params), structural_result(op, x, d)
-    unary = [u for u in UNARY_OPS if u.ok(x) and _fits(Abs(x.shape, *u.bounds(x)))]
-    u = draw(st.sampled_from(unary))  # never empty: neg always fits
-    return Step(u.op, (first,)), Abs(x.shape, *u.bounds(x))
+    unary = [op for op, u in UNARY_BY_NAME.items() if u.ok(x) and _fits(Abs(x.shape, *u.bounds(x)))]
+    op = draw(st.sampled_from(unary))  # never empty: neg always fits
+    return Step(op, (first,)), Abs(x.shape, *UNARY_BY_NAME[op].bounds(x))
 
 
 @st.composite

@@ -1,0 +1,185 @@
+"""Tensor methods from primitives, and the plumbing that decides, once for every op, whether
+and how its output is tracked.
+
+`Tensor` binds each primitive of `harness.engine.ops` in one line (`exp = unary_method(EXP)`).
+The method runs the forward on the tensor's values and hands the output and the saved record
+to one of the `*_result` functions here: a plain tensor on the plain device, an untracked one
+when no input is tracked, else a graph node holding the primitive's current backward rule.
+Results are built with the operand's own class (always `Tensor`), so this module needs no
+import of it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+
+from .autodiff import GRAD_IN_BACKWARD, NONE, Node, next_node_id, untracked_node
+from .device import Device
+from .errors import DeviceMismatchError, ShapeError
+from .ops.arrays import broadcast_error, dtype_error, scalar_of
+from .ops.base import Primitive
+
+_PLAIN = Device.flex()
+_AUTODIFF = _PLAIN.autodiff()
+
+
+def unary_result(x, op: Primitive, out, saved):
+    """The output of a one-input op: on x's device, tracked when x is."""
+    node = x._node
+    if node is None:
+        return x.__class__(out, _PLAIN, None)
+    if node.requirement is NONE:
+        return x.__class__(out, _AUTODIFF, untracked_node())
+    # `op.backward` is read now, so a replaced rule (harness.ops.inject) applies at once.
+    step = Node(next_node_id(), GRAD_IN_BACKWARD, (node,), node.order + 1, op.backward, saved)
+    return x.__class__(out, _AUTODIFF, step)
+
+
+def untracked_result(x, out):
+    """An untracked output on x's device."""
+    if x._node is None:
+        return x.__class__(out, _PLAIN, None)
+    return x.__class__(out, _AUTODIFF, untracked_node())
+
+
+def binary_result(a, b, op: Primitive, forward: Callable):
+    """Run a two-input op on two tensors (`forward` is op's, maybe with a parameter bound).
+
+    The one preamble of every two-tensor op: the dtype test, and NumPy's broadcasting error
+    turned into a ShapeError naming the op and both shapes. An untracked op (a comparison)
+    returns its output on a's device; comparisons do not check b's device.
+    """
+    x = a._data
+    y = b._data
+    if x.dtype is not y.dtype and x.dtype != y.dtype:
+        raise dtype_error(op.name, x, y)
+    try:
+        result = forward(x, y)
+    except ShapeError:
+        raise
+    except ValueError:
+        raise broadcast_error(op.name, x, y) from None
+    if op.backward is None:
+        return untracked_result(a, result)
+    out, saved = result
+    na = a._node
+    nb = b._node
+    if na is None or nb is None:
+        if na is not nb:
+            raise DeviceMismatchError(
+                f"{op.name}: tensors on different devices: {a.device!r} and {b.device!r}"
+            )
+        return a.__class__(out, _PLAIN, None)
+    # Branches rather than max() and conditional tuples: this runs for every binary op.
+    if na.requirement is NONE:
+        if nb.requirement is NONE:
+            return a.__class__(out, _AUTODIFF, untracked_node())
+        parents = (None, nb)
+        order = nb.order + 1
+    elif nb.requirement is NONE:
+        parents = (na, None)
+        order = na.order + 1
+    else:
+        parents = (na, nb)
+        order = (na.order if na.order > nb.order else nb.order) + 1
+    step = Node(next_node_id(), GRAD_IN_BACKWARD, parents, order, op.backward, saved)
+    return a.__class__(out, _AUTODIFF, step)
+
+
+def variadic_result(tensors: Sequence, op: Primitive, out, saved):
+    """The output of an op on any number of tensors (cat)."""
+    nodes = [t._node for t in tensors]
+    cls = tensors[0].__class__
+    if nodes[0] is None:
+        if any(n is not None for n in nodes):
+            raise DeviceMismatchError(f"{op.name}: tensors on different devices")
+        return cls(out, _PLAIN, None)
+    if any(n is None for n in nodes):
+        raise DeviceMismatchError(f"{op.name}: tensors on different devices")
+    parents = tuple(n if n.requirement is not NONE else None for n in nodes)
+    tracked = [n for n in parents if n is not None]
+    if not tracked:
+        return cls(out, _AUTODIFF, untracked_node())
+    order = max(n.order for n in tracked) + 1
+    step = Node(next_node_id(), GRAD_IN_BACKWARD, parents, order, op.backward, saved)
+    return cls(out, _AUTODIFF, step)
+
+
+# ---- method factories -------------------------------------------------------------------------
+
+
+def unary_method(op: Primitive):
+    """`t.<op>(params...)`: the forward on the tensor's values, tracked like the tensor."""
+    return _compiled(
+        op,
+        "out, saved = forward(self._data{params})\n    return unary_result(self, op, out, saved)",
+    )
+
+
+def untracked_method(op: Primitive):
+    """`t.<op>(params...)` for an op whose output is never tracked; a forward that returns its
+    input unchanged (a cast to the same dtype) gives back the tensor itself."""
+    return _compiled(
+        op,
+        "x = self._data\n"
+        "    out = forward(x{params})\n"
+        "    return self if out is x else untracked_result(self, out)",
+    )
+
+
+def binary_method(op: Primitive):
+    """`t.<op>(other)` for two tensors (broadcasting)."""
+    forward = op.forward
+
+    def method(self, other):
+        return binary_result(self, other, op, forward)
+
+    return _named(method, op)
+
+
+def compare_method(op: Primitive):
+    """`t.<op>(other)` against a tensor (broadcasting) or a scalar cast to the dtype."""
+    forward = op.forward
+
+    def method(self, other):
+        if other.__class__ is self.__class__:
+            return binary_result(self, other, op, forward)
+        x = self._data
+        return untracked_result(self, forward(x, scalar_of(x, other)))
+
+    return _named(method, op)
+
+
+def _compiled(op: Primitive, body: str):
+    """`def <op>(self, <the forward's parameters>): <body>`, built from source as dataclasses
+    builds `__init__`: the method has the forward's own parameters (keywords, defaults, errors
+    naming them) without forwarding `*args, **kwargs`, which costs ~250 ns a call."""
+    params = [p for p in _parameters(op) if p.kind is not p.POSITIONAL_ONLY]
+    if any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params):
+        raise TypeError(f"{op.name}: a Tensor method takes plain parameters only")
+    passed = "".join(f", {p.name}" for p in params)
+    source = f"def {op.name}(self{passed}):\n    " + body.replace("{params}", passed) + "\n"
+    namespace = {
+        "forward": op.forward,
+        "op": op,
+        "unary_result": unary_result,
+        "untracked_result": untracked_result,
+    }
+    exec(source, namespace)
+    method = namespace[op.name]
+    method.__defaults__ = tuple(p.default for p in params if p.default is not p.empty) or None
+    method.__module__ = __name__
+    return _named(method, op)
+
+
+def _parameters(op: Primitive) -> list[inspect.Parameter]:
+    return list(inspect.signature(op.forward).parameters.values())
+
+
+def _named(method, op: Primitive):
+    """The method takes the op's name and the forward's docstring (help(), error messages)."""
+    method.__name__ = op.name
+    method.__qualname__ = f"Tensor.{op.name}"
+    method.__doc__ = op.forward.__doc__
+    return method

@@ -1,0 +1,30 @@
+"""The engine's primitives, each forward beside its backward rule and its facts (see `base`).
+
+Importing this package registers every primitive, in the order of the modules below: that is
+the order of `PRIMITIVES` and of the op matrix.
+"""
+
+# isort: off
+# Registration order: elementwise first, conversions last (ruff would sort the names).
+from . import elementwise, linalg, nn, reductions, shape, indexing, conversions  # noqa: F401
+
+# isort: on
+from .arrays import unbroadcast
+from .base import PRIMITIVES, Primitive, differentiable, rule_for, untracked
+from .facts import Check
+
+__all__ = [
+    "PRIMITIVES",
+    "Check",
+    "Primitive",
+    "checks",
+    "differentiable",
+    "rule_for",
+    "unbroadcast",
+    "untracked",
+]
+
+
+def checks() -> tuple[Check, ...]:
+    """Every registered check, in registration order."""
+    return tuple(check for op in PRIMITIVES.values() for check in op.checks)

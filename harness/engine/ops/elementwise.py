@@ -1,0 +1,662 @@
+"""Elementwise primitives: arithmetic (tensor-tensor with broadcasting, tensor-scalar), powers
+and unary math. A scalar operand is cast to the tensor's dtype first, as burn converts it to the
+element type. Dtype and broadcasting errors are raised by the Tensor's binary plumbing."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import facts
+from .arrays import scalar_of, unbroadcast, zero_where
+from .base import Array, Grad, SavedInput, SavedOutput, Tracked, differentiable
+from .facts import (
+    CLAMP_KINKS,
+    SCALAR,
+    ZERO_KINKS,
+    Abs,
+    Diverges,
+    FuzzBinary,
+    FuzzElementwise,
+    binary,
+    broadcast,
+    mono,
+    products,
+    unary,
+)
+
+# ---- tensor-tensor, broadcasting ------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Shapes:
+    a: tuple[int, ...]
+    b: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class Operands:
+    a: Array
+    b: Array
+
+
+def _interval(combine):
+    """The fuzzer's result of a broadcasting op from the interval of its operands."""
+
+    def result(a: Abs, b: Abs) -> Abs | None:
+        shape = broadcast(a, b)
+        return None if shape is None else Abs(shape, *combine(a, b))
+
+    return FuzzBinary(result)
+
+
+def add(a: Array, b: Array, /) -> tuple[Array, Shapes]:
+    """Elementwise `self + other` with broadcasting."""
+    return a + b, Shapes(a.shape, b.shape)
+
+
+def add_backward(s: Shapes, g: Array, tracked: Tracked) -> tuple[Grad, Grad]:
+    sa = s.a
+    sb = s.b
+    pa, pb = tracked
+    # The shape tests inline unbroadcast's no-op case: an add per layer (bias) takes this path.
+    return (
+        None if pa is None else g if g.shape == sa else unbroadcast(g, sa),
+        None if pb is None else g if g.shape == sb else unbroadcast(g, sb),
+    )
+
+
+ADD = differentiable(
+    "add",
+    add,
+    add_backward,
+    checks=(
+        binary(
+            "add",
+            "{a}.add({b})",
+            "torch.add({a}, {b})",
+            fuzz=_interval(lambda a, b: (a.lo + b.lo, a.hi + b.hi)),
+        ),
+    ),
+)
+
+
+def sub(a: Array, b: Array, /) -> tuple[Array, Shapes]:
+    """Elementwise `self - other` with broadcasting."""
+    return a - b, Shapes(a.shape, b.shape)
+
+
+def sub_backward(s: Shapes, g: Array, tracked: Tracked) -> tuple[Grad, Grad]:
+    pa, pb = tracked
+    return (
+        unbroadcast(g, s.a) if pa is not None else None,
+        unbroadcast(np.negative(g), s.b) if pb is not None else None,
+    )
+
+
+SUB = differentiable(
+    "sub",
+    sub,
+    sub_backward,
+    checks=(
+        binary(
+            "sub",
+            "{a}.sub({b})",
+            "torch.sub({a}, {b})",
+            fuzz=_interval(lambda a, b: (a.lo - b.hi, a.hi - b.lo)),
+        ),
+    ),
+)
+
+
+def mul(a: Array, b: Array, /) -> tuple[Array, Operands]:
+    """Elementwise `self * other` with broadcasting."""
+    return a * b, Operands(a, b)
+
+
+def mul_backward(s: Operands, g: Array, tracked: Tracked) -> tuple[Grad, Grad]:
+    a = s.a
+    b = s.b
+    pa, pb = tracked
+    return (
+        unbroadcast(g * b, a.shape) if pa is not None else None,
+        unbroadcast(g * a, b.shape) if pb is not None else None,
+    )
+
+
+MUL = differentiable(
+    "mul",
+    mul,
+    mul_backward,
+    checks=(
+        binary(
+            "mul",
+            "{a}.mul({b})",
+            "torch.mul({a}, {b})",
+            fuzz=_interval(lambda a, b: (min(products(a, b)), max(products(a, b)))),
+        ),
+    ),
+)
+
+
+def div(a: Array, b: Array, /) -> tuple[Array, Operands]:
+    """Elementwise `self / other` with broadcasting."""
+    return a / b, Operands(a, b)
+
+
+def div_backward(s: Operands, g: Array, tracked: Tracked) -> tuple[Grad, Grad]:
+    a = s.a
+    b = s.b
+    pa, pb = tracked
+    # burn's formulas (and so its rounding): g * (1/b) and g * (-a / b^2).
+    ga = unbroadcast(g * np.reciprocal(b), a.shape) if pa is not None else None
+    gb = unbroadcast(g * (np.negative(a) / (b * b)), b.shape) if pb is not None else None
+    return ga, gb
+
+
+def _quotient(a: Abs, b: Abs) -> Abs | None:
+    shape = broadcast(a, b)
+    if shape is None or not b.away_from_zero():
+        return None
+    q = [a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi]
+    return Abs(shape, min(q), max(q))
+
+
+DIV = differentiable(
+    "div",
+    div,
+    div_backward,
+    checks=(
+        binary(
+            "div",
+            "{a}.div({b})",
+            "torch.div({a}, {b})",
+            b_domain="nonzero",
+            diverges=(
+                Diverges(
+                    "*/*/specials/vjp.b",
+                    "divisor gradient with a subnormal divisor: burn's -a/(b*b) underflows b*b "
+                    "to 0 (0/0 = NaN), torch's -(a/b)/b does not",
+                    facts.ENGINE_NONFINITE,
+                ),
+            ),
+            fuzz=FuzzBinary(_quotient),
+        ),
+    ),
+)
+
+# ---- tensor-scalar --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Scalar:
+    s: np.generic  # the scalar operand, in the tensor's dtype
+
+
+def identity_backward(s: None, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (g,)
+
+
+def add_scalar(x: Array, /, value) -> tuple[Array, None]:
+    """`self + value`, the scalar cast to this dtype first."""
+    return x + scalar_of(x, value), None
+
+
+ADD_SCALAR = differentiable(
+    "add_scalar",
+    add_scalar,
+    identity_backward,
+    checks=(
+        unary(
+            "add_scalar",
+            f"{{a}}.add_scalar({SCALAR})",
+            f"{{a}} + {SCALAR}",
+            fuzz=FuzzElementwise(mono(lambda v: v + SCALAR)),
+        ),
+    ),
+)
+
+
+def sub_scalar(x: Array, /, value) -> tuple[Array, None]:
+    """`self - value`, the scalar cast to this dtype first."""
+    return x - scalar_of(x, value), None
+
+
+SUB_SCALAR = differentiable(
+    "sub_scalar",
+    sub_scalar,
+    identity_backward,
+    checks=(
+        unary(
+            "sub_scalar",
+            f"{{a}}.sub_scalar({SCALAR})",
+            f"{{a}} - {SCALAR}",
+            fuzz=FuzzElementwise(mono(lambda v: v - SCALAR)),
+        ),
+    ),
+)
+
+
+def mul_scalar(x: Array, /, value) -> tuple[Array, Scalar]:
+    """`self * value`, the scalar cast to this dtype first."""
+    s = scalar_of(x, value)
+    return x * s, Scalar(s)
+
+
+def mul_scalar_backward(s: Scalar, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (g * s.s,)
+
+
+MUL_SCALAR = differentiable(
+    "mul_scalar",
+    mul_scalar,
+    mul_scalar_backward,
+    checks=(
+        unary(
+            "mul_scalar",
+            f"{{a}}.mul_scalar({SCALAR})",
+            f"{{a}} * {SCALAR}",
+            fuzz=FuzzElementwise(mono(lambda v: v * SCALAR)),
+        ),
+    ),
+)
+
+
+def div_scalar(x: Array, /, value) -> tuple[Array, Scalar]:
+    """`self / value`, the scalar cast to this dtype first.
+
+    PyTorch difference: the gradient of a float64 tensor carries a float32 rounding, since
+    burn's backward multiplies by `1/s` computed in f32 (`1.0 / s.elem::<f32>()`).
+    """
+    s = scalar_of(x, value)
+    return x / s, Scalar(s)
+
+
+def div_scalar_backward(s: Scalar, g: Array, tracked: Tracked) -> tuple[Grad]:
+    # burn computes 1/s in f32 (`1.0 / s.elem::<f32>()`) even for f64 tensors.
+    inv = g.dtype.type(np.float32(1.0) / np.float32(s.s))
+    return (g * inv,)
+
+
+DIV_SCALAR = differentiable(
+    "div_scalar",
+    div_scalar,
+    div_scalar_backward,
+    checks=(
+        unary(
+            "div_scalar",
+            f"{{a}}.div_scalar({SCALAR})",
+            f"{{a}} / {SCALAR}",
+            diverges=(
+                Diverges(
+                    "float64/*/*/vjp.a",
+                    "burn's div_scalar backward computes 1/s in f32 even for f64 tensors, so the "
+                    "float64 gradient carries a float32 rounding "
+                    "(harness.engine.ops.elementwise.div_scalar_backward)",
+                    facts.close(1e-6),
+                ),
+            ),
+            fuzz=FuzzElementwise(mono(lambda v: v / SCALAR)),
+        ),
+    ),
+)
+
+# ---- powers ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Power:
+    x: Array
+    p: np.generic  # the exponent, in the tensor's dtype
+
+
+def powi_scalar(x: Array, /, exponent: int) -> tuple[Array, Power]:
+    """`self ** exponent` for an integer exponent."""
+    p = scalar_of(x, int(exponent))
+    return x**p, Power(x, p)
+
+
+def pow_scalar_backward(s: Power, g: Array, tracked: Tracked) -> tuple[Grad]:
+    p = s.p
+    return (g * (p * s.x ** (p - 1)),)
+
+
+_X_TO_THE_0 = "x^0 at x = 0: burn's rule p * x^(p-1) gives 0 * inf = NaN; torch special-cases "
+POWI_SCALAR = differentiable(
+    "powi_scalar",
+    powi_scalar,
+    pow_scalar_backward,
+    checks=(
+        unary(
+            "powi_scalar",
+            "{a}.powi_scalar(3)",
+            "torch.pow({a}, 3)",
+            kinks=ZERO_KINKS,
+            fuzz=FuzzElementwise(lambda x: (-(x.mag**3), x.mag**3)),
+        ),
+        unary(
+            "powi_scalar[0]",
+            "{a}.powi_scalar(0)",
+            "torch.pow({a}, 0)",
+            kinks=ZERO_KINKS,
+            diverges=(
+                Diverges(
+                    "*/*/kinks/vjp.a",
+                    _X_TO_THE_0 + "exponent 0 to a zero gradient",
+                    facts.TORCH_ZERO_ENGINE_NAN,
+                ),
+                Diverges(
+                    "*/*/specials/vjp.a",
+                    "x^0 at 0, -0.0 and NaN: burn's p * x^(p-1) gives NaN; torch gives a zero "
+                    "gradient",
+                    facts.TORCH_ZERO_ENGINE_NAN,
+                ),
+            ),
+        ),
+    ),
+)
+
+
+def powf_scalar(x: Array, /, exponent: float) -> tuple[Array, Power]:
+    """`self ** exponent` for a float exponent (cast to this dtype first)."""
+    p = scalar_of(x, exponent)
+    return x**p, Power(x, p)
+
+
+POWF_SCALAR = differentiable(
+    "powf_scalar",
+    powf_scalar,
+    pow_scalar_backward,
+    checks=(
+        unary(
+            "powf_scalar",
+            "{a}.powf_scalar(2.5)",
+            "torch.pow({a}, 2.5)",
+            domain="positive",
+            kinks=ZERO_KINKS,
+            fuzz=FuzzElementwise(mono(lambda v: v**2.5), lambda x: x.lo >= 0.25),
+        ),
+    ),
+)
+
+# ---- unary ----------------------------------------------------------------------------------
+
+
+def neg(x: Array, /) -> tuple[Array, None]:
+    """`-self`."""
+    return np.negative(x), None
+
+
+def neg_backward(s: None, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (np.negative(g),)
+
+
+NEG = differentiable(
+    "neg",
+    neg,
+    neg_backward,
+    checks=(
+        unary("neg", "{a}.neg()", "torch.neg({a})", fuzz=FuzzElementwise(lambda x: (-x.hi, -x.lo))),
+        # `value - self` is neg() then add_scalar, as burn builds it.
+        unary(
+            "rsub_scalar",
+            f"{{a}}.rsub_scalar({SCALAR})",
+            f"{SCALAR} - {{a}}",
+            fuzz=FuzzElementwise(lambda x: (SCALAR - x.hi, SCALAR - x.lo)),
+        ),
+    ),
+)
+
+
+def recip(x: Array, /) -> tuple[Array, SavedInput]:
+    """Elementwise 1/x."""
+    return np.reciprocal(x), SavedInput(x)
+
+
+def recip_backward(s: SavedInput, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (g * np.negative(s.x**-2),)
+
+
+def _away_from_zero(x: Abs) -> bool:
+    return x.away_from_zero()
+
+
+RECIP = differentiable(
+    "recip",
+    recip,
+    recip_backward,
+    checks=(
+        unary(
+            "recip",
+            "{a}.recip()",
+            "torch.reciprocal({a})",
+            domain="nonzero",
+            fuzz=FuzzElementwise(lambda x: (1 / x.hi, 1 / x.lo), _away_from_zero),
+        ),
+        # `value / self` is recip() then mul_scalar, as burn builds it.
+        unary(
+            "rdiv_scalar",
+            f"{{a}}.rdiv_scalar({SCALAR})",
+            f"{SCALAR} / {{a}}",
+            domain="nonzero",
+            fuzz=FuzzElementwise(lambda x: (SCALAR / x.hi, SCALAR / x.lo), _away_from_zero),
+        ),
+    ),
+)
+
+
+def exp(x: Array, /) -> tuple[Array, SavedOutput]:
+    """Elementwise e**x."""
+    out = np.exp(x)
+    return out, SavedOutput(out)
+
+
+def exp_backward(s: SavedOutput, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (g * s.out,)
+
+
+EXP = differentiable(
+    "exp",
+    exp,
+    exp_backward,
+    checks=(
+        unary(
+            "exp",
+            "{a}.exp()",
+            "torch.exp({a})",
+            fuzz=FuzzElementwise(mono(math.exp), lambda x: x.hi <= 2.5),
+        ),
+    ),
+)
+
+
+def log(x: Array, /) -> tuple[Array, SavedInput]:
+    """Elementwise natural logarithm."""
+    return np.log(x), SavedInput(x)
+
+
+def log_backward(s: SavedInput, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (g * np.reciprocal(s.x),)
+
+
+def _positive(x: Abs) -> bool:
+    return x.lo >= 0.25
+
+
+LOG = differentiable(
+    "log",
+    log,
+    log_backward,
+    checks=(
+        unary(
+            "log",
+            "{a}.log()",
+            "torch.log({a})",
+            domain="positive",
+            fuzz=FuzzElementwise(mono(math.log), _positive),
+        ),
+    ),
+)
+
+
+def sqrt(x: Array, /) -> tuple[Array, SavedInput]:
+    """Elementwise square root.
+
+    PyTorch difference: at -0.0 the gradient is +inf (burn's `x^-0.5 / 2`) where torch's
+    `grad / (2 sqrt(x))` gives -inf, and at -inf it is 0 where torch gives NaN.
+    """
+    return np.sqrt(x), SavedInput(x)
+
+
+def sqrt_backward(s: SavedInput, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (g * (s.x**-0.5 / 2),)
+
+
+SQRT = differentiable(
+    "sqrt",
+    sqrt,
+    sqrt_backward,
+    checks=(
+        unary(
+            "sqrt",
+            "{a}.sqrt()",
+            "torch.sqrt({a})",
+            domain="positive",
+            kinks=ZERO_KINKS,
+            diverges=(
+                Diverges(
+                    "*/*/kinks/vjp.a",
+                    "sqrt at -0.0: burn's x^-0.5 / 2 is +inf, torch's grad / (2 sqrt(x)) divides "
+                    "by -0.0 and gives -inf (the cotangent's sign decides which side of inf "
+                    "each lands on)",
+                    facts.BOTH_INFINITE,
+                ),
+                Diverges(
+                    "*/*/specials/vjp.a",
+                    "sqrt at -0.0 (+inf vs -inf, see kinks) and at -inf: burn's (-inf)^-0.5 / 2 "
+                    "is 0, torch's grad / (2 sqrt(-inf)) is NaN",
+                    facts.NONFINITE_EITHER,
+                ),
+            ),
+            fuzz=FuzzElementwise(mono(math.sqrt), _positive),
+        ),
+    ),
+)
+
+
+def absolute(x: Array, /) -> tuple[Array, SavedInput]:
+    """Elementwise absolute value (subgradient 0 at 0).
+
+    PyTorch difference: at NaN the gradient is NaN (`g * sign(x)`) where torch gives 0.
+    """
+    return np.abs(x), SavedInput(x)
+
+
+def abs_backward(s: SavedInput, g: Array, tracked: Tracked) -> tuple[Grad]:
+    # sign(0) = 0: the subgradient at the kink is 0, as in burn and PyTorch.
+    return (g * np.sign(s.x),)
+
+
+def _abs_bounds(x: Abs) -> tuple[float, float]:
+    lo = 0.0 if x.lo <= 0 <= x.hi else min(abs(x.lo), abs(x.hi))
+    return lo, x.mag
+
+
+ABS = differentiable(
+    "abs",
+    absolute,
+    abs_backward,
+    checks=(
+        unary(
+            "abs",
+            "{a}.abs()",
+            "torch.abs({a})",
+            kinks=ZERO_KINKS,
+            diverges=(
+                Diverges(
+                    "*/*/specials/vjp.a",
+                    "abs at NaN: the engine's g * sign(x) gives NaN (numpy sign(NaN) = NaN); "
+                    "torch's abs backward gives 0 there",
+                    facts.TORCH_ZERO_ENGINE_NAN,
+                ),
+            ),
+            fuzz=FuzzElementwise(_abs_bounds),
+        ),
+    ),
+)
+
+# ---- clamp ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Clamped:
+    x: Array
+    lo: np.generic | None
+    hi: np.generic | None
+
+
+def clamp(x: Array, /, min=None, max=None) -> tuple[Array, Clamped]:
+    """Clamp into [min, max] (either bound may be None); the gradient passes at the bounds.
+
+    PyTorch difference: at NaN the gradient passes (burn masks only `x < min` and `x > max`,
+    and NaN compares false) where torch gives 0.
+    """
+    lo = None if min is None else scalar_of(x, min)
+    hi = None if max is None else scalar_of(x, max)
+    if lo is None and hi is None:
+        raise ValueError("clamp: give min, max or both")
+    return np.clip(x, lo, hi), Clamped(x, lo, hi)
+
+
+def clamp_backward(s: Clamped, g: Array, tracked: Tracked) -> tuple[Grad]:
+    x = s.x
+    # burn clamps with mask_fill(x < min) and mask_fill(x > max): at the bounds themselves the
+    # gradient passes, as in PyTorch. A NaN input compares false, so its gradient passes too,
+    # where PyTorch gives 0 (declared below).
+    if s.lo is None:
+        clamped = x > s.hi
+    elif s.hi is None:
+        clamped = x < s.lo
+    else:
+        clamped = (x < s.lo) | (x > s.hi)
+    return (zero_where(clamped, g),)
+
+
+_CLAMP_NAN = Diverges(
+    "*/*/specials/vjp.a",
+    "clamp at NaN: burn masks only x < min and x > max, so the gradient passes at NaN; torch "
+    "keeps it only where min <= x <= max, so NaN gets 0 "
+    "(harness.engine.ops.elementwise.clamp_backward)",
+    facts.TORCH_ZERO,
+)
+CLAMP = differentiable(
+    "clamp",
+    clamp,
+    clamp_backward,
+    checks=(
+        unary(
+            "clamp",
+            "{a}.clamp(-0.5, 0.5)",
+            "torch.clamp({a}, -0.5, 0.5)",
+            kinks=CLAMP_KINKS,
+            diverges=(_CLAMP_NAN,),
+            fuzz=FuzzElementwise(mono(lambda v: min(max(v, -0.5), 0.5))),
+        ),
+        unary(
+            "clamp_min",
+            "{a}.clamp_min(-0.5)",
+            "torch.clamp({a}, min=-0.5)",
+            kinks=CLAMP_KINKS,
+            diverges=(_CLAMP_NAN,),
+        ),
+        unary(
+            "clamp_max",
+            "{a}.clamp_max(0.5)",
+            "torch.clamp({a}, max=0.5)",
+            kinks=CLAMP_KINKS,
+            diverges=(_CLAMP_NAN,),
+        ),
+    ),
+)
