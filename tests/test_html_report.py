@@ -257,7 +257,9 @@ def test_progress_draws_a_bar_only_on_a_terminal():
     stream = Terminal()
     progress = Progress(4, stream=stream)
     progress.advance(CaseReport("a", "", (), {}))
-    assert stream.getvalue().startswith("#####............... [1/4] a ok (elapsed ")
+    # Redrawn in place: carriage return and erase-line before the bar, no newline until done.
+    assert stream.getvalue().startswith("\r\x1b[K#####............... [1/4] a ok (elapsed ")
+    assert not stream.getvalue().endswith("\n")
 
 
 CHROMIUM = shutil.which("chromium")
