@@ -337,7 +337,7 @@ def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
         limit=mismatch_limit(args),
     )
     failing = [r for r in reports if not r.ok]
-    for report in reports if args.verbose else failing:
+    for report in reports if args.verbose else filter(text.worth_reporting, reports):
         emit(text.render_case(report, verbose=args.verbose, update=update_command(args, report)))
     if not args.verbose and not args.quiet:
         emit("\n".join(text.render_case_line(r) for r in reports))

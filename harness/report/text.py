@@ -344,7 +344,8 @@ def shown_path(file: str) -> str:
 
 def render_case(report: CaseReport, *, verbose: bool = True, update: str | None = None) -> str:
     """The report of one case: with ``verbose`` every check and golden with its table; else
-    only what failed (failing rows only), so the failure is the first thing on screen."""
+    only what failed (failing rows only) and goldens an update changed, so the failure is the
+    first thing on screen."""
     doc = report.doc.strip().splitlines()
     lines = [f"=== {report.case}" + (f": {doc[0]}" if doc else "")]
     if report.error:
@@ -359,7 +360,7 @@ def render_case(report: CaseReport, *, verbose: bool = True, update: str | None 
         table = _check_table(check, verbose)
         lines += [table] if table else []
     for golden in report.goldens.values():
-        if not verbose and (golden.ok or report.error):
+        if not verbose and not _news(golden):
             continue
         lines.append(
             f"[{_mark(golden.ok)}] golden:{golden.side}: {golden.status}: {golden.message}"
@@ -374,6 +375,19 @@ def render_case(report: CaseReport, *, verbose: bool = True, update: str | None 
 
 def _mark(ok: bool) -> str:
     return "ok  " if ok else "FAIL"
+
+
+# Golden outcomes worth a line even when they hold: --update-golden reports what it changed.
+CHANGES = (GoldenStatus.CREATED, GoldenStatus.UPDATED)
+
+
+def _news(golden: GoldenReport) -> bool:
+    return golden.status in CHANGES or not (golden.ok or golden.status == GoldenStatus.NOT_RUN)
+
+
+def worth_reporting(report: CaseReport) -> bool:
+    """A case whose report says more than its one line: it failed, or a golden changed."""
+    return not report.ok or any(g.status in CHANGES for g in report.goldens.values())
 
 
 def render_case_line(report: CaseReport) -> str:
