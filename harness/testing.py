@@ -25,7 +25,8 @@ from typing import Any
 from harness import environment, golden, record
 from harness.diff import Diff, diff_values
 from harness.mismatches import LIMIT, RowDetail, inspect_row
-from harness.report.text import failure_headline, render_golden, render_text
+from harness.report.elements import failure_headline
+from harness.report.text import render_golden, render_text
 from harness.results import GoldenReport, GoldenStatus
 from harness.tolerances import Tolerance, default_tolerance, resolve
 
@@ -54,6 +55,7 @@ def assert_conforms(
     first line naming the worst element (prefixed by ``msg``); ``limit`` mismatched elements
     are listed per failing key (None: all). ValueError when ``keys`` matches nothing.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function
     left, right = _normalized(actual, "actual"), _normalized(expected, "expected")
     tol = explicit_tolerance(atol, rtol, ulps, "assert_conforms")
     diff = diff_values(

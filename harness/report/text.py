@@ -19,13 +19,12 @@ absolute difference the row names:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.diff import Diff, TensorDiff
-from harness.mismatches import Element, RowDetail
+from harness.mismatches import RowDetail
 from harness.report.cells import (
     CHECK_WORDS,
     DIVERGENCE_WORDS,
@@ -40,6 +39,7 @@ from harness.report.cells import (
     structural_problem,
     verdict,
 )
+from harness.report.elements import detail_lines, failure_headline, left_out_text
 from harness.results import (
     CaseReport,
     CheckKind,
@@ -53,8 +53,6 @@ from harness.results import (
 )
 
 MIN_NAME_WIDTH = 24
-INDENT = "    "
-MORE_HINT = "-v or --all-mismatches shows every one"
 ROWS_HINT = "-v shows every row"
 
 # ---------------------------------------------------------------------------------------------
@@ -137,112 +135,6 @@ def _value_cells(row: TensorDiff, labels: tuple[str, str], word: str = "FAIL") -
 
 
 # ---------------------------------------------------------------------------------------------
-# The elements behind a failing row
-
-
-def detail_lines(row: TensorDiff, detail: RowDetail, labels: tuple[str, str]) -> list[str]:
-    """The first mismatched elements of a tensor row, a count of the rest, the worst by ULP.
-
-    Value rows (Python scalars) name their only element on the row itself.
-    """
-    if row.kind != "tensor":
-        return []
-    dtype = row.dtype_a
-    lines = [INDENT + "at " + element_text(e, labels, dtype, row.tol) for e in detail.first]
-    more = detail.mismatched - len(detail.first)
-    if more > 0:
-        lines.append(f"{INDENT}... and {more} more mismatched ({MORE_HINT})")
-    worst = detail.worst_ulp
-    if worst is not None and worst.index != row.worst_index:
-        lines.append(
-            f"{INDENT}worst ulp at {element_text(worst, labels, dtype, row.tol)}"
-            f"; {ulp_scope(detail, row.n)}"
-        )
-    return lines
-
-
-def element_text(e: Element, labels: tuple[str, str], dtype: str | None, tol: Any) -> str:
-    """``[1, 2]: torch=2.0 engine=2.5 |diff|=5.00e-01 2097152 ulp (5e+05x tol)``."""
-    text = f"{format_index(e.index)}: {_pair(e, labels, dtype)} {_distance(e)}"
-    return text if e.abs_diff is None else text + f" ({ratio_text(e.ratio, tol.is_exact)})"
-
-
-def _pair(e: Element, labels: tuple[str, str], dtype: str | None) -> str:
-    la, lb = labels
-    return f"{la}={format_value(e.a, dtype)} {lb}={format_value(e.b, dtype)}"
-
-
-def _distance(e: Element) -> str:
-    """``|diff|=5.00e-01 2097152 ulp``, or which special value does not match."""
-    if e.abs_diff is None:
-        return "NaN mismatch" if _is_nan(e.a) or _is_nan(e.b) else "inf mismatch"
-    diff = e.abs_diff if isinstance(e.abs_diff, int) else f"{e.abs_diff:.2e}"
-    return f"|diff|={diff}" + (f" {e.ulp} ulp" if e.ulp is not None else "")
-
-
-def ulp_scope(detail: RowDetail, n: int) -> str:
-    """Which elements a ULP maximum covers: ``over 30 of 32 (2 within atol of 0 left out)``."""
-    if not detail.ulp_left_out:
-        return f"over all {n}"
-    return f"over {n - detail.ulp_left_out} of {n} ({_left_out(detail.ulp_left_out)})"
-
-
-def _left_out(count: int) -> str:
-    return f"{count} within atol of 0 or subnormal left out"
-
-
-def _is_nan(x: Any) -> bool:
-    return isinstance(x, float) and math.isnan(x)
-
-
-# ---------------------------------------------------------------------------------------------
-# The first line of a failure: the key, the element, both values, the distance
-
-
-def failure_headline(diff: Diff, details: Sequence[RowDetail] = ()) -> str | None:
-    """``w[1]: torch=2.0 engine=2.5 |diff|=5.00e-01 2097152 ulp (5e+05x tol 1e-06); 2 of 6
-    elements and 1 of 3 keys fail``: the first line of a failure message.
-
-    The failing row named is the first structural failure (missing, dtype, shape), else the
-    row whose worst element is furthest beyond its tolerance. None when every row holds.
-    """
-    failures = diff.failures
-    if not failures:
-        return None
-    by_key = {d.key: d for d in details}
-    keys = f"{len(failures)} of {len(diff.rows)} keys fail"
-    structural = [r for r in failures if structural_problem(r, diff.labels) is not None]
-    if structural:
-        row = structural[0]
-        return f"{row.key}: {structural_problem(row, diff.labels)}; {keys}"
-    row = max(failures, key=lambda r: _ratio_of(by_key.get(r.key)))
-    detail = by_key.get(row.key)
-    text = _row_headline(row, detail, diff.labels)
-    if row.kind == "tensor" and detail is not None:
-        return f"{text}; {detail.mismatched} of {row.n} elements and {keys}"
-    return f"{text}; {keys}"
-
-
-def _ratio_of(detail: RowDetail | None) -> float:
-    return -1.0 if detail is None else detail.max_ratio
-
-
-def _row_headline(row: TensorDiff, detail: RowDetail | None, labels: tuple[str, str]) -> str:
-    la, lb = labels
-    element = detail.worst_ratio if detail is not None else None
-    if element is None:  # no element data: the row's own worst element
-        a, b = format_value(row.a_worst, row.dtype_a), format_value(row.b_worst, row.dtype_b)
-        where = "" if row.kind == "value" else format_index(row.worst_index)
-        distance = "not equal" if row.max_abs is None else mismatch_details(row)
-        return f"{row.key}{where}: {la}={a} {lb}={b} ({distance})"
-    where = "" if row.kind == "value" else format_index(element.index)
-    text = f"{row.key}{where}: {_pair(element, labels, row.dtype_a)} {_distance(element)}"
-    if element.abs_diff is not None:
-        text += f" ({ratio_text(element.ratio, row.tol.is_exact)} {row.tol.describe()})"
-    return text
-
-
-# ---------------------------------------------------------------------------------------------
 # Checks, goldens and tracebacks
 
 
@@ -261,6 +153,8 @@ def render_check(
         line += f" (documented: {check.documented_by})"
     lines = [line]
     first = None if check.ok or check.diff is None else failure_headline(check.diff, check.details)
+    if raised is not None and not check.ok:
+        first = raised_headline(raised)
     if first is not None and check.kind != CheckKind.DIFFER:
         lines.insert(0, first)
     table = _check_table(check, verbose)
@@ -314,6 +208,16 @@ def _golden_table(golden: GoldenReport, verbose: bool = True) -> str:
         details=golden.details,
         only_failing=not verbose and not golden.ok and not golden.diff.ok,
     )
+
+
+def raised_headline(raised: SideError) -> str:
+    """``torch_side raised ValueError: bad shape (cases/x.py:12 in helper)``: one line."""
+    text = f"{raised.side}_side raised {raised.type}"
+    text += f": {raised.message.strip().splitlines()[0]}" if raised.message.strip() else ""
+    if raised.frames:
+        last = raised.frames[-1]
+        text += f" ({shown_path(last.file)}:{last.line} in {last.function})"
+    return text + (" on its second run" if raised.rerun else "")
 
 
 def render_traceback(raised: SideError) -> str:
@@ -466,7 +370,7 @@ def render_headline(head: Headline) -> list[str]:
         ulp = head.worst_ulp.element.ulp
         scope = f"over {head.elements - head.ulp_left_out} of {head.elements} float elements"
         if head.ulp_left_out:
-            scope += f"; {_left_out(head.ulp_left_out)}"
+            scope += f"; {left_out_text(head.ulp_left_out)}"
         lines.append(f"max agree ulp: {ulp} at {_spot_text(head.worst_ulp)} ({scope})")
     return lines
 
