@@ -292,6 +292,9 @@ def run_cases_main(args: argparse.Namespace, project: Path | None = None) -> int
         args.project = read_project(project) if project else load_project(Path.cwd())
     except ConfigError as exc:
         return error(args.prog, str(exc))
+    root = str(args.project.root)
+    if root not in sys.path:  # case files import the project's own modules, as under pytest
+        sys.path.insert(0, root)
     try:
         run = _case_runner()
     except ImportError as exc:
@@ -324,6 +327,8 @@ def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
         cases = session.select_cases(case_names, dirs, args.shard)
     except CaseDefinitionError as exc:
         return error(args.prog, str(exc))
+    except Exception as exc:  # a case file that does not import: where, in one line
+        return error(args.prog, _import_failure(exc, dirs.cases))
     progress = session.Progress(len(cases), stream=sys.stderr)
     reports = session.run_cases(
         cases,
@@ -347,6 +352,19 @@ def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
     emit(text.render_summary(reports, stale, allow_stale=args.allow_stale, pruned=pruned))
     files.write_case_reports(reports, args)
     return exit_code(not failing and (not stale or args.allow_stale))
+
+
+def _import_failure(exc: Exception, cases_dir: Path) -> str:
+    """``cases/x.py:10: ModuleNotFoundError: No module named 'y'``: the case file's last frame."""
+    import traceback
+
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if Path(f.filename).resolve().parent == cases_dir.resolve()
+    ]
+    where = f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+    return f"{where}cannot load the case: {type(exc).__name__}: {exc}"
 
 
 def update_command(args: argparse.Namespace, report: Any) -> str:
