@@ -48,8 +48,17 @@ def detail_lines(row: TensorDiff, detail: RowDetail, labels: tuple[str, str]) ->
 
 def element_text(e: Element, labels: tuple[str, str], dtype: str | None, tol: Any) -> str:
     """``[1, 2]: torch=2.0 engine=2.5 |diff|=5.00e-01 2097152 ulp (5e+05x tol)``."""
-    text = f"{format_index(e.index)}: {_pair(e, labels, dtype)} {_distance(e)}"
-    return text if e.abs_diff is None else text + f" ({ratio_text(e.ratio, tol.is_exact)})"
+    text = f"{format_index(e.index)}: {_pair(e, labels, dtype)} {_distance(e, dtype)}"
+    return text + _measure(e, dtype, tol, "")
+
+
+def _measure(e: Element, dtype: str | None, tol: Any, label: str) -> str:
+    """`` (5e+05x tol)``, `` (tol exact)``, or nothing where a ratio says nothing more."""
+    if e.abs_diff is None or dtype == "bool":
+        return ""
+    if tol.is_exact:
+        return " (tol exact)"
+    return f" ({ratio_text(e.ratio)}{label})"
 
 
 def _pair(e: Element, labels: tuple[str, str], dtype: str | None) -> str:
@@ -57,8 +66,10 @@ def _pair(e: Element, labels: tuple[str, str], dtype: str | None) -> str:
     return f"{la}={format_value(e.a, dtype)} {lb}={format_value(e.b, dtype)}"
 
 
-def _distance(e: Element) -> str:
+def _distance(e: Element, dtype: str | None) -> str:
     """``|diff|=5.00e-01 2097152 ulp``, or which special value does not match."""
+    if dtype == "bool":
+        return "(not equal)"
     if e.abs_diff is None:
         return "NaN mismatch" if _is_nan(e.a) or _is_nan(e.b) else "inf mismatch"
     diff = e.abs_diff if isinstance(e.abs_diff, int) else f"{e.abs_diff:.2e}"
@@ -121,7 +132,6 @@ def _row_headline(row: TensorDiff, detail: RowDetail | None, labels: tuple[str, 
         distance = "not equal" if row.max_abs is None else mismatch_details(row)
         return f"{row.key}{where}: {la}={a} {lb}={b} ({distance})"
     where = "" if row.kind == "value" else format_index(element.index)
-    text = f"{row.key}{where}: {_pair(element, labels, row.dtype_a)} {_distance(element)}"
-    if element.abs_diff is not None:
-        text += f" ({ratio_text(element.ratio, row.tol.is_exact)} {row.tol.describe()})"
-    return text
+    dtype = row.dtype_a
+    text = f"{row.key}{where}: {_pair(element, labels, dtype)} {_distance(element, dtype)}"
+    return text + _measure(element, dtype, row.tol, f" {row.tol.describe()}")
