@@ -33,6 +33,7 @@ from harness.results import CaseReport, CheckKind, GoldenReport
 from harness.runner import report_for
 
 PROJECT = pytest.StashKey[project_api.Project]()
+REPORTS = pytest.StashKey[dict]()  # one report per case and session (all its items read it)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -67,6 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[PROJECT] = _load_project(config)
     except project_api.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+    config.stash[REPORTS] = {}
 
 
 def _load_project(config: pytest.Config) -> project_api.Project:
@@ -158,6 +160,7 @@ class _CaseItem(_Item):
             out_dir=project.out,
             threads=project.threads,
             limit=mismatch_limit(config),
+            cache=config.stash[REPORTS],
         )
 
     @property

@@ -292,12 +292,15 @@ def report_for(
     out_dir: Path = OUT_DIR,
     threads: int = THREADS,
     limit: int | None = LIMIT,
+    cache: dict | None = None,
 ) -> CaseReport:
-    """``check_case``, once per case, options and folders in this process."""
+    """``check_case``, once per case, options and folders in this process (or in ``cache``:
+    the pytest plugin keeps one per session, so a second session in one process reruns)."""
+    reports = _REPORTS if cache is None else cache
     options = (update, force, golden_dir, out_dir, threads, limit)
     key = (str(case.path), tuple(case.tolerances.items()), *options)
-    if key not in _REPORTS:
-        _REPORTS[key] = check_case(
+    if key not in reports:
+        reports[key] = check_case(
             case,
             update=update,
             force=force,
@@ -306,4 +309,4 @@ def report_for(
             threads=threads,
             limit=limit,
         )
-    return _REPORTS[key]
+    return reports[key]

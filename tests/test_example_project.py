@@ -39,7 +39,7 @@ def run(*argv: str) -> subprocess.CompletedProcess:
 
 
 def test_the_example_project_passes_in_its_own_environment():
-    proc = run("-m", "pytest", "-v", "-p", "no:randomly")
+    proc = run("-m", "pytest", "-v")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     passed = {line.split(" PASSED")[0] for line in proc.stdout.splitlines() if " PASSED" in line}
     assert passed == {
