@@ -156,7 +156,7 @@ def test_failing_rows_show_five_elements_and_the_worst_by_ulp(project, capsys):
     assert sum(line.startswith("    at [") for line in lines if "torch=0.0 engine=1.0" in line) == 5
     assert "    ... and 3 more mismatched (-v or --all-mismatches shows every one)" in lines
     # The largest |diff| is at [0] (1000.01, 61 ULP of 6.1e-5); the most ULP at [1] (0.01).
-    worst_ulp = [line for line in lines if line.startswith("    worst ulp at [1]: ")]
+    worst_ulp = [line for line in lines if line.startswith("    worst ulp away from 0 at [1]: ")]
     assert len(worst_ulp) == 1 and worst_ulp[0].endswith("; over all 2")
     _, every, _ = project.run(capsys, "--case", "many", "--all-mismatches")
     assert sum(line.startswith("    at [") for line in every.splitlines()) == 8

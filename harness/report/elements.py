@@ -26,7 +26,8 @@ MORE_HINT = "-v or --all-mismatches shows every one"
 
 
 def detail_lines(row: TensorDiff, detail: RowDetail, labels: tuple[str, str]) -> list[str]:
-    """The first mismatched elements of a tensor row, a count of the rest, the worst by ULP.
+    """The first mismatched elements of a tensor row, a count of the rest, the worst by ULP
+    among the elements away from zero.
 
     Value rows (Python scalars) name their only element on the row itself.
     """
@@ -38,9 +39,12 @@ def detail_lines(row: TensorDiff, detail: RowDetail, labels: tuple[str, str]) ->
     if more > 0:
         lines.append(f"{INDENT}... and {more} more mismatched ({MORE_HINT})")
     worst = detail.worst_ulp
-    if worst is not None and worst.index != row.worst_index:
+    # Worth a line when it is further in ULP than the row's worst element, or when the row's
+    # ulp= maximum came from elements next to zero (this is then the maximum away from zero).
+    other = worst is not None and (worst.ulp != row.worst_ulp or worst.ulp != row.max_ulp)
+    if other and worst.ulp:
         lines.append(
-            f"{INDENT}worst ulp at {element_text(worst, labels, dtype, row.tol)}"
+            f"{INDENT}worst ulp away from 0 at {element_text(worst, labels, dtype, row.tol)}"
             f"; {ulp_scope(detail, row.n)}"
         )
     return lines

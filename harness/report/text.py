@@ -338,9 +338,9 @@ def render_summary(
     ]
     failed += [f"{r.case}: {r.error}" for r in reports if r.error]
     lines = [
-        f"== summary: {len(reports)} cases, {len(checks)} checks "
+        f"== summary: {_count(len(reports), 'case')}, {_count(len(checks), 'check')} "
         f"({sum(c.ok for c in checks)} hold, {documented} documented divergences), "
-        f"{len(goldens)} goldens ({sum(g.ok for g in goldens)} ok)",
+        f"{_count(len(goldens), 'golden')} ({sum(g.ok for g in goldens)} ok)",
         *render_headline(headline(reports)),
     ]
     lines += [f"FAIL {name}" for name in failed]
