@@ -29,13 +29,28 @@ def python_blocks(text: str = README) -> list[str]:
 
 
 def produce(what: str, before: str) -> str:
-    """What the command (run in the repository root) or the last python block prints."""
+    """What the command (run in the repository root) or the last python block prints.
+
+    ``python compare.py ...`` runs in this process (torch is imported once, not per command),
+    from the repository root, with stdout captured (not a terminal: no colour).
+    """
+    out = io.StringIO()
     if what == ABOVE:
-        out = io.StringIO()
         with contextlib.redirect_stdout(out):
             exec(compile(python_blocks(before)[-1], "README.md", "exec"), {})
         return out.getvalue()
     argv = shlex.split(what)
+    if argv[:2] == ["python", "compare.py"]:
+        import compare
+
+        cwd = os.getcwd()
+        try:
+            os.chdir(ROOT)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                compare.main(argv[2:])
+        finally:
+            os.chdir(cwd)
+        return out.getvalue()
     if argv[0] == "python":
         argv[0] = sys.executable
     env = {**os.environ, "NO_COLOR": "1"}
