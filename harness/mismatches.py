@@ -179,11 +179,21 @@ class _Scan:
         return bad, ratio, dist, finite & ~near_zero
 
     def _int_chunk(self, ca: np.ndarray, cb: np.ndarray):
+        """Bools compare exactly whatever the tolerance; integer distances are exact (uint64)
+        and meet an absolute tolerance exactly. With ``rtol`` the limit is compared in float64,
+        which can differ from ``harness.diff`` only within one part in 2**53 of the limit."""
         tol = self.tol
-        dist = np.abs(ca.astype(np.float64) - cb.astype(np.float64))
+        exact = _int_distance(ca, cb)
+        dist = exact.astype(np.float64)
         absb = np.abs(cb.astype(np.float64))
-        bad = ca != cb if tol.is_exact else dist > tol.atol + tol.rtol * absb
-        return bad, _ratio(dist, absb, tol, None)
+        if tol.is_exact or ca.dtype.kind == "b":
+            bad = exact != 0
+        elif not tol.rtol:
+            bad = exact > np.uint64(min(math.floor(tol.atol), 2**64 - 1))
+        else:
+            bad = dist > tol.atol + tol.rtol * absb
+        exact_tol = Tolerance.exact() if ca.dtype.kind == "b" else tol
+        return bad, _ratio(dist, absb, exact_tol, None)
 
     def _track_ulp(self, start: int, dist: np.ndarray, meaningful: np.ndarray) -> None:
         candidates = np.flatnonzero(meaningful)
@@ -202,6 +212,8 @@ class _Scan:
             ulp = ulp_distance(a, b, self.dtype.name) if finite else None
         else:
             abs_diff, ulp = abs(int(a) - int(b)), None
+        if isinstance(a, bool):
+            return Element(index, a, b, abs_diff, None, 0.0 if a == b else math.inf)
         ratio = self._ratio_of(a, b, abs_diff, ulp)
         return Element(index, a, b, abs_diff, ulp, ratio)
 
@@ -214,6 +226,14 @@ class _Scan:
         if self.tol.ulps is not None and ulp is not None:
             ratio = min(ratio, _divide(float(ulp), float(self.tol.ulps)))
         return ratio
+
+
+def _int_distance(ca: np.ndarray, cb: np.ndarray) -> np.ndarray:
+    """|a - b| as uint64, exact for every pair of 64-bit (or narrower) integers."""
+    wide = np.uint64 if ca.dtype.kind == "u" else np.int64
+    a, b = ca.astype(wide), cb.astype(wide)
+    ua, ub = a.view(np.uint64), b.view(np.uint64)
+    return np.where(a >= b, ua - ub, ub - ua)
 
 
 def _divide(x: float, scale: float) -> float:

@@ -133,3 +133,13 @@ def test_structural_rows_and_plain_values_have_no_detail():
     assert inspect_row(np.zeros(2), np.zeros(3), shape) is None
     text = diff_value("a", "b", Tolerance.exact())
     assert inspect_row("a", "b", text) is None
+
+
+def test_bools_compare_exactly_and_huge_ints_exactly():
+    loose = Tolerance(2.0, reason="loose")
+    _, bools = detail(np.array([True, False]), np.array([False, False]), loose)
+    assert bools.mismatched == 1 and math.isinf(bools.first[0].ratio)
+    big = np.array([2**62, -(2**62)], np.int64)
+    other = big + np.array([3, 2], np.int64)  # |diff| 3 and 2 against atol 2: exact, no rounding
+    _, ints = detail(big, other, loose)
+    assert [(e.index, e.abs_diff) for e in ints.first] == [((0,), 3)]
