@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: install compare test test-slow golden bench report lint format ops fuzz clean
+.PHONY: install example-venv compare test test-slow golden bench report lint format ops fuzz clean
 
 install: $(STAMP)
 
@@ -22,10 +22,26 @@ $(STAMP): pyproject.toml
 compare: install
 	$(BIN)/python compare.py $(ARGS)
 
+# The example project's own environment (examples/porting): torch, pytest and this package
+# only, so its run proves that nothing depends on this repository's root. Editable, so harness
+# edits are live; rebuilt when pyproject.toml changes, like the main venv.
+EXAMPLE_VENV  := out/example-venv
+EXAMPLE_STAMP := $(EXAMPLE_VENV)/.installed-stamp
+
+example-venv: $(EXAMPLE_STAMP)
+
+$(EXAMPLE_STAMP): pyproject.toml
+	rm -rf $(EXAMPLE_VENV)
+	$(PYTHON) -m venv $(EXAMPLE_VENV)
+	$(EXAMPLE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(EXAMPLE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e . pytest==9.0.3
+	touch $@
+
 # loadfile: the items of one case file stay on one worker (one run per case, no write races).
-test: install
+# tests/test_example_project.py runs the example's pytest in $(EXAMPLE_VENV).
+test: install example-venv
 	mkdir -p out
-	$(PYTEST) -n auto --dist loadfile -m "not slow" -q --junitxml=out/junit.xml $(ARGS)
+	EXAMPLE_VENV=$(EXAMPLE_VENV) $(PYTEST) -n auto --dist loadfile -m "not slow" -q --junitxml=out/junit.xml $(ARGS)
 
 test-slow: install
 	$(PYTEST) -m slow -p no:xdist -q $(ARGS) || test $$? -eq 5  # 5: no test is marked slow

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, Protocol
 
 from harness.case import Agree, Case, CaseDefinitionError, Check, Differ, Expect
 from harness.diff import Diff, diff_values
+from harness.mismatches import LIMIT, RowDetail, inspect_row
 from harness.report.cells import value_summary
 from harness.results import CheckReport
 from harness.tolerances import Tolerance
@@ -29,15 +30,19 @@ class _Verdict(NamedTuple):
     diff: Diff | None
     message: str
     documented_by: str = ""
+    compared: tuple[Mapping, Mapping] = ({}, {})  # the values the diff compared, by side
 
 
-def evaluate(run: RecordedRun) -> list[CheckReport]:
-    """Every check of the case against the run's values."""
-    return [evaluate_check(run, check) for check in run.case.checks]
+def evaluate(run: RecordedRun, *, limit: int | None = LIMIT) -> list[CheckReport]:
+    """Every check of the case against the run's values.
+
+    ``limit``: mismatched elements kept per failing row (None: all of them).
+    """
+    return [evaluate_check(run, check, limit=limit) for check in run.case.checks]
 
 
-def evaluate_check(run: RecordedRun, check: Check) -> CheckReport:
-    ok, diff, message, documented_by = _verdict(run, check)
+def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT) -> CheckReport:
+    ok, diff, message, documented_by, compared = _verdict(run, check)
     relation = getattr(check, "relation", None)
     differ = isinstance(check, Differ)
     return CheckReport(
@@ -51,7 +56,22 @@ def evaluate_check(run: RecordedRun, check: Check) -> CheckReport:
         because=check.because if differ else None,
         relation=None if relation is None else relation.text,
         samples=_samples(run, check) if differ else None,
+        details=_details(check, ok, diff, compared, limit),
     )
+
+
+def _details(
+    check: Check, ok: bool, diff: Diff | None, compared: tuple[Mapping, Mapping], limit
+) -> tuple[RowDetail, ...]:
+    """The elements behind the rows: every row of an agree check (the summary's headline
+    reads them), the failing rows of a failing check of another kind (a differ check's rows
+    differ by design)."""
+    if diff is None or not (isinstance(check, Agree) or not ok):
+        return ()
+    left, right = compared
+    rows = diff.rows if isinstance(check, Agree) else diff.failures
+    found = (inspect_row(left.get(r.key), right.get(r.key), r, limit) for r in rows)
+    return tuple(d for d in found if d is not None)
 
 
 def _verdict(run: RecordedRun, check: Check) -> _Verdict:
@@ -72,8 +92,9 @@ def _verdict(run: RecordedRun, check: Check) -> _Verdict:
     )
     if isinstance(check, Agree):
         message = "agree" if diff.ok else "values disagree"
-        return _Verdict(diff.ok, diff, f"{message} ({check.note})" if check.note else message)
-    return _evaluate_differ(check, diff, left, right)
+        message = f"{message} ({check.note})" if check.note else message
+        return _Verdict(diff.ok, diff, message, compared=(left, right))
+    return _evaluate_differ(check, diff, left, right)._replace(compared=(left, right))
 
 
 def _tol_for(case: Case, tol: Tolerance | None) -> Callable[[str, str], Tolerance]:

@@ -16,6 +16,7 @@ an ``.obtained`` file removes them too.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from typing import Any
 from harness import record
 from harness.diff import Diff, diff_values
 from harness.environment import fingerprint
+from harness.mismatches import LIMIT, inspect_row
 from harness.results import GoldenReport, GoldenStatus
+from harness.tolerances import Tolerance
 
 
 def golden_path(golden_dir: Path, case: str, side: str) -> Path:
@@ -40,12 +43,15 @@ def check_golden(
     fresh_text: str,
     fresh_values: Mapping[str, Any],
     golden_dir: Path,
+    *,
+    limit: int | None = LIMIT,
 ) -> GoldenReport:
     """Compare a fresh side output with its committed golden (never rewrites the golden).
 
     ``fresh_text`` is the fresh ``<side>.json`` text and ``fresh_values`` its decoded values;
     large tensors are sidecar references in the text, so equal texts mean equal data once
-    the golden's sidecars are verified against their sha256.
+    the golden's sidecars are verified against their sha256. ``limit``: mismatched elements
+    kept per failing row (None: all).
     """
     name = case.name
     path, obtained = golden_path(golden_dir, name, side), obtained_path(golden_dir, name, side)
@@ -74,8 +80,25 @@ def check_golden(
         remove_obtained(golden_dir, name, side)
     else:
         _write(obtained, name, side, fresh_values, fresh_text)
-        result = dataclasses.replace(result, message=f"{result.message}; wrote {obtained}")
+        details = _details(diff, golden.values, fresh_values, limit)
+        message = f"{result.message}; wrote {obtained}"
+        result = dataclasses.replace(result, message=message, details=details)
     return result
+
+
+def _details(diff: Diff, golden: Mapping, fresh: Mapping, limit: int | None) -> tuple:
+    """The elements behind the failing rows (a mismatch is rare: the second pass is cheap).
+
+    Values within tolerance fail only for not being bit-identical in the golden's own
+    environment: then the elements shown are those that differ at all.
+    """
+    if diff.ok:
+        exact = Tolerance.exact("bit-identity in the golden's environment")
+        rows = [dataclasses.replace(r, tol=exact) for r in diff.rows if not r.bit_identical]
+    else:
+        rows = list(diff.failures)
+    found = (inspect_row(golden.get(r.key), fresh.get(r.key), r, limit) for r in rows)
+    return tuple(d for d in found if d is not None)
 
 
 def _read_golden(path: Path, data: bytes, fresh_text: str) -> record.SideRecord | None:
@@ -195,3 +218,13 @@ def stale_goldens(golden_dir: Path, case_names: set[str]) -> list[Path]:
     if not golden_dir.is_dir():
         return []
     return sorted(p for p in golden_dir.iterdir() if p.is_dir() and p.name not in case_names)
+
+
+def prune_stale(folders: Sequence[Path]) -> list[Path]:
+    """Delete stale golden folders; return every file deleted (sorted), for the report."""
+    deleted = []
+    for folder in folders:
+        files = sorted(p for p in folder.rglob("*") if p.is_file())
+        shutil.rmtree(folder)
+        deleted += files
+    return deleted

@@ -7,13 +7,14 @@ stream its caller gives it (``compare.py`` passes stderr).
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,11 @@ from harness.case import (
     case_paths,
     discover,
 )
+from harness.mismatches import LIMIT
+from harness.project import with_tolerances
 from harness.results import CaseReport
-from harness.runner import check_case
+from harness.runner import THREADS, check_case
+from harness.tolerances import Tolerance
 
 
 @dataclass(frozen=True)
@@ -40,13 +44,30 @@ class Dirs:
     out: Path = OUT_DIR
 
     @classmethod
-    def from_args(cls, args: Any) -> Dirs:
+    def from_args(cls, args: Any, base: Dirs | None = None) -> Dirs:
+        """The folders the options name, the others from ``base`` (default: the defaults)."""
         given = {
             "cases": getattr(args, "cases_dir", None),
             "golden": getattr(args, "golden_dir", None),
             "out": getattr(args, "out", None),
         }
-        return cls(**{name: Path(value) for name, value in given.items() if value})
+        named = {name: Path(value) for name, value in given.items() if value}
+        return dataclasses.replace(base or cls(), **named)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How each case runs, beyond its folders (passed to the worker processes as is).
+
+    ``threads``: BLAS and torch threads while a side runs; ``tolerances``: the project's
+    overrides, after each case's own; ``limit``: mismatched elements kept per failing row.
+    """
+
+    update: bool = False
+    force: bool = False
+    threads: int = THREADS
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    limit: int | None = LIMIT
 
 
 def select_cases(names: Sequence[str], dirs: Dirs, shard: str | None = None) -> list[Case]:
@@ -91,40 +112,53 @@ def run_cases(
     jobs: int = 1,
     dirs: Dirs = Dirs(),
     on_done: Callable[[CaseReport], None] | None = None,
+    threads: int = THREADS,
+    tolerances: Mapping[str, Tolerance] | None = None,
+    limit: int | None = LIMIT,
 ) -> list[CaseReport]:
     """Run the cases, in ``jobs`` worker processes when there is more than one.
 
     ``on_done`` is called with each report as its case finishes (finish order). Workers never
     share a file: each case writes only ``out/<case>/`` and ``golden/<case>/``, every write is
     atomic (unique temporary file, then rename), and the reports come back in case order
-    whatever order the workers finish in.
+    whatever order the workers finish in. ``threads``, ``tolerances`` and ``limit``: see
+    ``Settings``.
     """
+    settings = Settings(update, force, threads, dict(tolerances or {}), limit)
     done = on_done or (lambda report: None)
     if jobs <= 1 or len(cases) <= 1:
         reports = []
         for case in cases:  # already loaded: no second import of the case file
-            reports.append(_check(case, update, force, dirs))
+            reports.append(_check(case, settings, dirs))
             done(reports[-1])
         return reports
     names = [c.name for c in cases]
     by_name: dict[str, CaseReport] = {}
     workers = min(jobs, len(names), os.cpu_count() or 1)
     with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:
-        futures = {pool.submit(check_by_name, n, update, force, dirs): n for n in names}
+        futures = {pool.submit(check_by_name, n, settings, dirs): n for n in names}
         for future in as_completed(futures):
             by_name[futures[future]] = report = future.result()
             done(report)
     return [by_name[n] for n in names]
 
 
-def check_by_name(name: str, update: bool, force: bool, dirs: Dirs = Dirs()) -> CaseReport:
+def check_by_name(name: str, settings: Settings = Settings(), dirs: Dirs = Dirs()) -> CaseReport:
     """Worker entry: load one case by name (a Case holds functions: it is not picklable)."""
     (case,) = discover([name], dirs.cases)
-    return _check(case, update, force, dirs)
+    return _check(case, settings, dirs)
 
 
-def _check(case: Case, update: bool, force: bool, dirs: Dirs) -> CaseReport:
-    return check_case(case, update=update, force=force, golden_dir=dirs.golden, out_dir=dirs.out)
+def _check(case: Case, settings: Settings, dirs: Dirs) -> CaseReport:
+    return check_case(
+        with_tolerances(case, settings.tolerances),
+        update=settings.update,
+        force=settings.force,
+        golden_dir=dirs.golden,
+        out_dir=dirs.out,
+        threads=settings.threads,
+        limit=settings.limit,
+    )
 
 
 def _worker_context() -> multiprocessing.context.BaseContext:
@@ -140,7 +174,11 @@ def _worker_context() -> multiprocessing.context.BaseContext:
 
 
 class Progress:
-    """One line per finished case on ``stream``: running count, case verdict, elapsed time."""
+    """One line per finished case on ``stream``: running count, case verdict, elapsed time.
+
+    On an interactive terminal the line is redrawn in place (with a bar), so the progress
+    does not push the report off the screen; in logs and pipes every line stays.
+    """
 
     def __init__(self, total: int, stream: Any = None) -> None:
         self.total, self.done = total, 0
@@ -154,15 +192,21 @@ class Progress:
         verdict = "ok" if report.ok else "FAIL"
         took = f" {report.seconds:.2f}s" if report.seconds is not None else ""
         width = len(str(self.total))
-        self.stream.write(
-            f"{self._bar()}[{self.done:{width}d}/{self.total}] {report.case} {verdict}"
-            f"{took} (elapsed {elapsed:.1f}s)\n"
+        line = (
+            f"[{self.done:{width}d}/{self.total}] {report.case} {verdict}"
+            f"{took} (elapsed {elapsed:.1f}s)"
         )
+        if self._interactive():
+            end = "\n" if self.done >= self.total else ""
+            self.stream.write(f"\r\x1b[K{self._bar()}{line}{end}")
+        else:
+            self.stream.write(line + "\n")
         self.stream.flush()
 
+    def _interactive(self) -> bool:
+        return bool(getattr(self.stream, "isatty", lambda: False)())
+
     def _bar(self, width: int = 20) -> str:
-        """``#####........... `` on an interactive terminal; nothing in logs and pipes."""
-        if not getattr(self.stream, "isatty", lambda: False)():
-            return ""
+        """``#####........... ``, drawn on an interactive terminal only."""
         filled = width * self.done // max(self.total, 1)
         return "#" * filled + "." * (width - filled) + " "

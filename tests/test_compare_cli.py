@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import compare
+from harness import command
 from harness.report.json_doc import schema_errors
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -278,7 +279,7 @@ def test_no_files_runs_cases_through_main_run(monkeypatch):
         seen.append((case_names, args.jobs))
         return 7
 
-    monkeypatch.setattr(compare, "_case_runner", lambda: fake_main_run)
+    monkeypatch.setattr(command, "_case_runner", lambda: fake_main_run)
     assert compare.main(["--case", "a", "--case", "b", "--jobs", "2"]) == 7
     assert compare.main([]) == 7
     assert seen == [(["a", "b"], 2), ([], 1)]
@@ -288,7 +289,7 @@ def test_case_runner_import_failure_is_exit_2(monkeypatch, capsys):
     def broken():
         raise ImportError("No module named 'harness.case'")
 
-    monkeypatch.setattr(compare, "_case_runner", broken)
+    monkeypatch.setattr(command, "_case_runner", broken)
     assert compare.main([]) == 2
     assert capsys.readouterr().err == (
         "compare.py: error: cannot run cases: No module named 'harness.case'\n"

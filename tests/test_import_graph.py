@@ -88,19 +88,38 @@ ONLY_FROM = {
     "harness.record": ("harness.sidecar",),
     "harness.diff_stats": ("harness.tolerances", "harness.ulp"),
     "harness.diff": ("harness.tolerances", "harness.ulp", "harness.diff_stats"),
+    "harness.mismatches": ("harness.diff", "harness.tolerances", "harness.ulp"),
+    "harness.project": ("harness.tolerances",),
     # The results model is data over diffs; the renderers read it and diff data only.
-    "harness.results": ("harness.diff",),
-    "harness.report": ("harness.results", "harness.diff", "harness.tolerances", "harness.record"),
+    "harness.results": ("harness.diff", "harness.mismatches"),
+    "harness.report": (
+        "harness.results",
+        "harness.diff",
+        "harness.mismatches",
+        "harness.tolerances",
+        "harness.record",
+    ),
     # The author's API does not know how a case is run, judged or rendered.
     "harness.case": ("harness.record", "harness.results", "harness.tolerances"),
-    "harness.golden": ("harness.record", "harness.diff", "harness.environment", "harness.results"),
+    "harness.golden": (
+        "harness.record",
+        "harness.diff",
+        "harness.environment",
+        "harness.results",
+        "harness.mismatches",
+        "harness.tolerances",
+    ),
 }
 # Modules that must not import these (the runner below the session, neither of them the CLI).
 NEVER = {
     "harness.checks": ("harness.runner", "harness.session", "harness.golden", "harness.cli"),
     "harness.runner": ("harness.session", "harness.cli", "harness.ops"),
     "harness.session": ("harness.cli", "harness.ops", "harness.report"),
+    # The assertion API runs nothing: it compares values and reads / writes goldens.
+    "harness.testing": ("harness.runner", "harness.session", "harness.case", "harness.cli"),
 }
+# The front ends: nothing inside the harness imports them.
+TOP = ("harness.command", "harness.pytest_plugin")
 
 
 @pytest.mark.parametrize("prefix", sorted(ONLY_FROM))
@@ -133,3 +152,22 @@ def test_the_rules_name_existing_modules():
     named = {*ONLY_FROM, *NEVER}
     named |= {t for targets in [*ONLY_FROM.values(), *NEVER.values()] for t in targets}
     assert {p for p in named if not any(within(m, p) for m in MODULES)} == set()
+
+
+def test_nothing_imports_the_front_ends():
+    wrong = {f"{name} imports {t}" for name in GRAPH for t in GRAPH[name] if t in TOP}
+    assert not wrong, sorted(wrong)
+
+
+def test_only_the_plugin_imports_pytest():
+    """design.md: the harness never imports pytest; its pytest plugin is the one exception."""
+    importers = set()
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in getattr(node, "names", [])] if isinstance(node, ast.Import) else []
+            )
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if "pytest" in names or (module or "").split(".")[0] == "pytest":
+                importers.add(name)
+    assert importers == {"harness.pytest_plugin"}

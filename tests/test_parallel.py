@@ -10,7 +10,7 @@ import pytest
 import compare
 from harness import record
 from harness.case import case_paths
-from harness.session import Dirs, _worker_context, check_by_name, select_shard
+from harness.session import Dirs, Settings, _worker_context, check_by_name, select_shard
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = '''"""Synthetic case {name}: seeded draws, one agreeing and one documented-free check."""
@@ -73,7 +73,7 @@ def test_concurrent_runs_of_one_case_never_tear_a_file(tmp_path, cases_dir):
     """What xdist without --dist loadfile could do: two processes writing the same files."""
     dirs = Dirs(cases=cases_dir, golden=tmp_path / "golden", out=tmp_path / "out")
     with ProcessPoolExecutor(max_workers=2, mp_context=_worker_context()) as pool:
-        futures = [pool.submit(check_by_name, "echo", False, False, dirs) for _ in range(8)]
+        futures = [pool.submit(check_by_name, "echo", Settings(), dirs) for _ in range(8)]
         results = [f.result() for f in futures]
     assert all(r.checks[0].ok for r in results)
     for folder in (tmp_path / "out" / "echo", tmp_path / "golden" / "echo"):

@@ -8,6 +8,7 @@ from types import SimpleNamespace as NS
 import numpy as np
 
 from harness.diff import diff_values
+from harness.mismatches import inspect_row
 from harness.report.files import write_case_reports
 from harness.report.json_doc import cases_json, schema_errors
 from harness.report.markdown import cases_markdown
@@ -26,6 +27,14 @@ def a_diff(b_value):
     )
 
 
+def details_of(b_value):
+    """The element detail the checks module computes for a_diff(b_value)'s row."""
+    row = a_diff(b_value).rows[0]
+    return (
+        inspect_row(np.array([1.0, 2.0], np.float32), np.array([1.0, b_value], np.float32), row),
+    )
+
+
 def golden_result(side, status, ok, message, diff=None):
     return GoldenReport(case="demo", side=side, status=status, ok=ok, message=message, diff=diff)
 
@@ -38,6 +47,7 @@ def outcome(ok_agree=True):
             ok=ok_agree,
             diff=a_diff(2.0 if ok_agree else 3.0),
             message="agree" if ok_agree else "values disagree",
+            details=details_of(2.0 if ok_agree else 3.0),
         ),
         CheckReport(
             label="differ:h:torch~engine",
@@ -80,12 +90,23 @@ def test_render_case_lists_every_check_and_golden():
 
 def test_render_check_and_golden_for_pytest_messages():
     result = outcome(ok_agree=False).checks[0]
-    text = render_check("demo", result)
-    assert text.splitlines()[0] == "demo: agree:g:torch~engine: FAIL: values disagree"
-    assert "FAIL at [1]: torch=2.0 engine=3.0" in text
+    lines = render_check("demo", result).splitlines()
+    # The first line names the key, the element, both values and the distance: 2.0 and 3.0
+    # are 2**22 float32 steps apart, |diff| 1.0 is 1e6 times the 1e-6 tolerance.
+    assert lines[0] == (
+        "g[1]: torch=2.0 engine=3.0 |diff|=1.00e+00 4194304 ulp (1e+06x tol 1e-06); "
+        "1 of 2 elements and 1 of 1 keys fail"
+    )
+    assert lines[1] == "demo: agree:g:torch~engine: FAIL: values disagree"
+    assert "FAIL at [1]: torch=2.0 engine=3.0 (4194304 ulp, 1 mismatched)" in lines[3]
+    assert lines[4] == "    at [1]: torch=2.0 engine=3.0 |diff|=1.00e+00 4194304 ulp (1e+06x tol)"
     golden = outcome().goldens["engine"]
-    assert render_golden(golden).startswith(
-        "golden demo/engine: mismatch: values differ from the golden beyond tolerance\n== "
+    text = render_golden(golden, update="conformance --update-golden --case demo")
+    assert text.splitlines()[1] == (
+        "golden demo/engine: mismatch: values differ from the golden beyond tolerance"
+    )
+    assert text.splitlines()[-1] == (
+        "to accept this output as the golden: conformance --update-golden --case demo"
     )
     assert render_golden(outcome().goldens["torch"]) == "golden demo/torch: identical: same bytes"
 
@@ -94,14 +115,21 @@ def test_summary_counts_and_names_failures():
     results = [outcome(), outcome(ok_agree=False)]
     text = render_summary(results, ["golden/old"])
     assert text.splitlines() == [
-        "== summary: 2 cases, 4 checks (3 hold, 2 documented divergences), 4 goldens (2 ok); "
-        "worst agree ulp=4194304",
+        "== summary: 2 cases, 4 checks (3 hold, 2 documented divergences), 4 goldens (2 ok)",
+        "worst agree: 1e+06x tol at demo::agree:g:torch~engine g[1] (2.0 vs 3.0)",
+        "max agree ulp: 4194304 at demo::agree:g:torch~engine g[1] (2.0 vs 3.0)"
+        " (over 4 of 4 float elements)",
         "FAIL demo::agree:g:torch~engine",
         "FAIL demo::golden:engine",
         "FAIL demo::golden:engine",
-        "stale golden: golden/old (no case file; delete it)",
-        "FAIL (2 of 2 cases)",
+        "FAIL stale golden: golden/old (no case file; --prune-stale deletes it,"
+        " --allow-stale accepts it)",
+        "FAIL (2 of 2 cases, 1 stale golden)",
     ]
+    allowed = render_summary([outcome(ok_agree=True)], ["golden/old"], allow_stale=True)
+    assert "stale golden: golden/old (no case file; accepted by --allow-stale)" in allowed
+    pruned = render_summary([], [], pruned=["golden/old/torch.json"])
+    assert pruned.splitlines()[-2:] == ["pruned stale golden file golden/old/torch.json", "OK"]
 
 
 def test_case_reports_json_validates_and_markdown_has_one_row_per_tensor(tmp_path):

@@ -54,6 +54,12 @@ def max_abs_text(row: TensorDiff) -> str:
     return f"{row.max_abs:.2e}"
 
 
+def ratio_text(ratio: float, exact: bool = False) -> str:
+    """``400x tol``: a distance as a multiple of its tolerance (1x = at the limit); ``tol
+    exact`` when the tolerance allows no difference (every difference is infinitely many)."""
+    return "tol exact" if exact else f"{ratio:.3g}x tol"
+
+
 def mismatch_details(row: TensorDiff) -> str:
     """``1234 ulp, 3 mismatched, 1 NaN mismatch``: what is wrong at and beyond the worst."""
     parts = []

@@ -1,6 +1,7 @@
 """The HTML report: one self-contained page (no network, no external files) over the results.
 
-The page has a summary (counts, worst ULP, the environment of both sides and of the goldens
+The page has a summary (counts, the worst agree element by tolerance ratio and by ULP away
+from zero, the environment of both sides and of the goldens
 with differences marked), the table of differences by design (one row per ``differ`` check),
 what changed against the committed goldens, and one section per case with its docstring, its
 tables and a log2-ULP histogram per tensor (``harness.report.histogram``). The output is
@@ -16,7 +17,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.diff import Diff, TensorDiff
-from harness.report.cells import header, table_cells, verdict
+from harness.mismatches import RowDetail
+from harness.report.cells import (
+    format_index,
+    format_value,
+    header,
+    ratio_text,
+    table_cells,
+    verdict,
+)
 from harness.report.histogram import has_matplotlib, histogram_html
 from harness.report.html_parts import (
     CSS,
@@ -27,25 +36,64 @@ from harness.report.html_parts import (
     inline_code,
     slug,
 )
-from harness.report.text import render_text
-from harness.results import CaseReport, CheckKind, CheckReport, GoldenReport, GoldenStatus
+from harness.report.text import render_text, render_traceback
+from harness.results import (
+    CaseReport,
+    CheckKind,
+    CheckReport,
+    GoldenReport,
+    GoldenStatus,
+    Headline,
+    Spot,
+    headline,
+)
 
 # ---------------------------------------------------------------------------------------------
 # A Diff as an HTML table: the terminal's columns, the worst element, a histogram per tensor
 
 
-def diff_html(diff: Diff, divergence: bool = False) -> str:
-    """``divergence``: the table of a differ check, where differing rows are the expectation."""
+def diff_html(diff: Diff, divergence: bool = False, details: Sequence[RowDetail] = ()) -> str:
+    """``divergence``: the table of a differ check, where differing rows are the expectation;
+    ``details``: the elements behind failing rows, tabulated under the table."""
     la, lb = diff.labels
     head = ["key", "status", "n", "max|diff|", "max rel", "max ulp", "worst at", la, lb]
     head += ["details", "ULP histogram"]
     rows = [_row_cells(row, diff.labels, divergence) for row in diff.rows]
     table = html_table([escape(h) for h in head], rows, "diff")
     caption = f"{escape(header(diff))}: <b>{escape(verdict(diff, divergence))}</b>"
-    terminal = escape(render_text(diff, divergence))
+    terminal = escape(render_text(diff, divergence, details=details))
     return (
         f'<div class="difftable"><p class="verdict">{caption}</p>{table}'
+        f"{_elements_html(diff, details)}"
         f"<details><summary>as in the terminal</summary><pre>{terminal}</pre></details></div>"
+    )
+
+
+def _elements_html(diff: Diff, details: Sequence[RowDetail]) -> str:
+    """The first mismatched elements of each failing row: index, both values, distance."""
+    failing = {row.key: row for row in diff.failures}
+    rows = [
+        [
+            f"<code>{escape(d.key)}</code>",
+            escape(format_index(e.index)),
+            *(
+                f"<code>{escape(format_value(v, failing[d.key].dtype_a))}</code>"
+                for v in (e.a, e.b)
+            ),
+            escape("" if e.abs_diff is None else f"{e.abs_diff:.2e}"),
+            "" if e.ulp is None else str(e.ulp),
+            escape(ratio_text(e.ratio, failing[d.key].tol.is_exact)),
+        ]
+        for d in details
+        if d.key in failing
+        for e in d.first
+    ]
+    if not rows:
+        return ""
+    la, lb = diff.labels
+    head = ["key", "at", la, lb, "|diff|", "ulp", "of tolerance"]
+    return "<p>First mismatched elements:</p>" + html_table(
+        [escape(h) for h in head], rows, "elements"
     )
 
 
@@ -85,15 +133,23 @@ def render_cases_html(reports: Sequence[CaseReport], *, title: str = "Conformanc
     return _page(title, all(r.ok for r in reports), "".join(sections))
 
 
-def render_html(diffs: Diff | Sequence[Diff], *, meta: Mapping | None = None) -> str:
-    """A page for plain comparisons (file mode): the meta, then one table per Diff."""
+def render_html(
+    diffs: Diff | Sequence[Diff],
+    *,
+    meta: Mapping | None = None,
+    details: Sequence[Sequence[RowDetail]] | None = None,
+) -> str:
+    """A page for plain comparisons (file mode): the meta, then one table per Diff
+    (``details[i]``: the elements behind the failing rows of ``diffs[i]``)."""
     diffs = [diffs] if isinstance(diffs, Diff) else list(diffs)
+    details = (list(details or []) + [()] * len(diffs))[: len(diffs)]
     meta_rows = [
         (escape(k), f"<code>{escape(_env_text(v))}</code>") for k, v in (meta or {}).items()
     ]
     body = "<section><h2>Comparisons</h2>"
     body += html_table([], meta_rows, "meta") if meta_rows else ""
-    body += "".join(diff_html(d) for d in diffs) + "</section>"
+    tables = (diff_html(d, details=rows) for d, rows in zip(diffs, details, strict=True))
+    body += "".join(tables) + "</section>"
     return _page("Conformance comparison", all(d.ok for d in diffs), body)
 
 
@@ -125,7 +181,7 @@ _NO_MATPLOTLIB = (
 def _summary_section(reports: Sequence[CaseReport]) -> str:
     checks = [c for r in reports for c in r.checks]
     goldens = [g for r in reports for g in r.goldens.values()]
-    worst = _worst_agree_ulp(reports)
+    ratio, ulp = _headline_cells(headline(reports))
     rows = [
         ("cases", _count_text(sum(r.ok for r in reports), len(reports), "ok")),
         ("checks", _count_text(sum(c.ok for c in checks), len(checks), "hold")),
@@ -138,7 +194,8 @@ def _summary_section(reports: Sequence[CaseReport]) -> str:
     by_status = ", ".join(f"{escape(s)} {n}" for s, n in statuses)
     count = _count_text(sum(g.ok for g in goldens), len(goldens), "ok")
     rows.append(("goldens", count + (f"; {by_status}" if by_status else "")))
-    rows.append(("worst ULP (agree checks)", worst))
+    rows.append(("worst agree element (of its tolerance)", ratio))
+    rows.append(("max ULP (agree checks, away from 0)", ulp))
     nondet = [f"{r.case}:{s}" for r in reports for s in r.nondeterministic]
     if nondet:
         rows.append(("non-deterministic sides", escape(", ".join(nondet))))
@@ -161,29 +218,39 @@ def _count_text(good: int, total: int, word: str) -> str:
     return text
 
 
-def _worst_agree_ulp(reports: Sequence[CaseReport]) -> str:
-    ulps = [u for r in reports for u in r.agree_ulps()]
-    if not ulps:
-        return "n/a"
-    ulp, where = max(ulps, key=lambda item: item[0])  # first of the largest: stable
-    return f"{ulp} <small>at <code>{escape(where)}</code></small>"
+def _headline_cells(head: Headline) -> tuple[str, str]:
+    """The summary's two headline cells: worst tolerance ratio, max ULP away from zero."""
+
+    def where(spot: Spot) -> str:
+        index = format_index(spot.element.index) if spot.element.index else ""
+        return f"<small>at <code>{escape(f'{spot.case}::{spot.key}{index}')}</code></small>"
+
+    if head.worst_ratio is None:
+        return "n/a", "n/a"
+    ratio = escape(ratio_text(head.worst_ratio.element.ratio))
+    ratio += f" {where(head.worst_ratio)}"
+    if head.worst_ulp is None:
+        return ratio, "n/a"
+    left_out = f"; {head.ulp_left_out} near 0 left out" if head.ulp_left_out else ""
+    ulp = f"{head.worst_ulp.element.ulp} {where(head.worst_ulp)}"
+    return ratio, ulp + f" <small>(of {head.elements} elements{left_out})</small>"
 
 
 def _case_index(reports: Sequence[CaseReport]) -> str:
     rows = []
     for r in reports:
         by_kind = Counter((c.kind, c.ok) for c in r.checks)
-        ulps = [u for u, _ in r.agree_ulps()]
+        worst = headline([r]).worst_ratio
         rows.append(
             [
                 f'<a href="#case-{slug(r.case)}">{escape(r.case)}</a>',
                 badge(r.ok),
                 *(_kind_count(by_kind, kind) for kind in CheckKind),
                 escape(", ".join(f"{g.side}: {g.status}" for g in r.goldens.values())),
-                str(max(ulps)) if ulps else "",
+                escape(ratio_text(worst.element.ratio)) if worst else "",
             ]
         )
-    head = ["case", "verdict", *CheckKind, "goldens", "worst agree ulp"]
+    head = ["case", "verdict", *CheckKind, "goldens", "worst agree (of tolerance)"]
     return html_table(head, rows, "index")
 
 
@@ -340,7 +407,7 @@ def _golden_section(reports: Sequence[CaseReport]) -> str:
         parts.append(html_table(head, [_golden_row(case, g) for case, g in others], "goldens"))
     parts += [
         f'<h3 id="golden-{slug(case)}-{slug(g.side)}">{escape(case)}/{escape(g.side)}: '
-        f"{escape(g.status)}</h3>{diff_html(g.diff)}"
+        f"{escape(g.status)}</h3>{diff_html(g.diff, details=g.details)}"
         for case, g in others
         if g.diff is not None
     ]
@@ -386,6 +453,8 @@ def _case_section(report: CaseReport) -> str:
     ]
     if report.error:
         parts.append(f'<p class="fail">{escape(report.error)}</p>')
+    if report.raised is not None:
+        parts.append(f'<pre class="fail">{escape(render_traceback(report.raised))}</pre>')
     for side in report.nondeterministic:
         parts.append(
             f'<p class="fail">{escape(side)} side is non-deterministic: two runs differ</p>'
@@ -404,7 +473,7 @@ def _check_html(check: CheckReport) -> str:
         message += f"<br><small>documented by {because}: {inline_code(check.documented_by)}</small>"
     table = ""
     if check.diff is not None:
-        table = diff_html(check.diff, check.kind == CheckKind.DIFFER)
+        table = diff_html(check.diff, check.kind == CheckKind.DIFFER, check.details)
     return f'<div class="check">{title}<p class="msg">{message}</p>{table}</div>'
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from harness.diff import Diff, TensorDiff
 from harness.report.cells import header, table_cells, verdict
+from harness.report.text import render_traceback
 from harness.results import CaseReport
 
 _MD_HEAD = (
@@ -46,6 +47,8 @@ def cases_markdown(reports: Sequence[CaseReport]) -> str:
         parts.append(f"## {_md(r.case)}: {'OK' if r.ok else 'FAIL'}")
         if doc:
             parts.append(_md(doc[0]))
+        if r.raised is not None:
+            parts.append(f"```\n{render_traceback(r.raised)}\n```")
         for c in r.checks:
             parts.append(f"- `{_md(c.label)}`: {'ok' if c.ok else 'FAIL'}: {_md(c.message)}")
             if c.diff is not None:

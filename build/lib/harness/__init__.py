@@ -1,0 +1,1 @@
+"""PyTorch-vs-reference conformance harness."""

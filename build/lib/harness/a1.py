@@ -1,0 +1,188 @@
+"""The A1 model and its inputs: the one builder every case and test uses (shared/a1-model.md).
+
+A two-layer MLP `fc2(relu(fc1(x)))`, fc1: 4 -> 8, fc2: 8 -> 3, cross-entropy (mean) on a batch
+of 4 rows, SGD with lr 0.1. Every value is computed in float64 and rounded to float32 **once**,
+so both frameworks start from bit-identical values. Arrays use PyTorch's layout (`[out, in]`);
+the engine's Linear stores the transpose.
+
+    arrays = a1_arrays()                      # dict of np.ndarray, PyTorch layout
+    model, x, y = a1_torch()                  # torch.nn.Module with .fc1 / .fc2
+    model, x, y = a1_engine(Device.flex().autodiff())   # engine A1 module
+
+`rounding="float32"` builds the variant used by the `input_rounding` case: inputs and biases
+computed in float32 arithmetic (`f32(0.1) * f32(k) - f32(0.5)`), which differs from the exact
+values by a few ULP in several positions.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from harness.engine.module import Linear, Module, Param, Relu
+from harness.engine.tensor import Tensor
+
+__all__ = [
+    "A1",
+    "A1_HALVES",
+    "A1_LR",
+    "PARAM_NAMES",
+    "a1_arrays",
+    "a1_engine",
+    "a1_torch",
+    "engine_grads",
+    "engine_params",
+    "torch_grads",
+    "torch_params",
+]
+
+Rounding = Literal["once", "float32"]
+
+A1_LR = 0.1
+"""The SGD learning rate of every A1 case."""
+
+A1_HALVES = ((0, 2), (2, 4))
+"""Row ranges of the two half batches of the accumulation case."""
+
+PARAM_NAMES = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
+"""Param paths in declaration order (the same on both sides)."""
+
+
+def _exact(values: np.ndarray) -> np.ndarray:
+    """float64 values rounded to float32 once."""
+    return np.asarray(values, dtype=np.float64).astype(np.float32)
+
+
+def _inputs(rounding: Rounding) -> np.ndarray:
+    k = np.arange(16).reshape(4, 4)  # k = 4r + c, row-major
+    if rounding == "float32":
+        return np.float32(0.1) * k.astype(np.float32) - np.float32(0.5)
+    return _exact(0.1 * k - 0.5)
+
+
+def _bias(step: float, n: int, rounding: Rounding) -> np.ndarray:
+    o = np.arange(n)
+    if rounding == "float32":
+        return np.float32(step) * o.astype(np.float32)
+    # step * 0 keeps the sign of step: fc2.bias[0] = -0.02 * 0 = -0.0
+    return _exact(step * o.astype(np.float64))
+
+
+def a1_arrays(rounding: Rounding = "once") -> dict[str, np.ndarray]:
+    """x [4,4] f32, y [4] int64 and the four params in PyTorch layout (weights `[out, in]`).
+
+    Weights are always exact (float64 then rounded once); `rounding` applies to x and biases.
+    """
+    if rounding not in ("once", "float32"):
+        raise ValueError(f"rounding must be 'once' or 'float32', got {rounding!r}")
+    o1, i1 = np.meshgrid(np.arange(8), np.arange(4), indexing="ij")
+    o2, i2 = np.meshgrid(np.arange(3), np.arange(8), indexing="ij")
+    return {
+        "x": _inputs(rounding),
+        "y": np.array([0, 1, 2, 2], dtype=np.int64),
+        "fc1.weight": _exact(0.05 * ((3 * o1 + 5 * i1) % 11) - 0.25),
+        "fc1.bias": _bias(0.01, 8, rounding),
+        "fc2.weight": _exact(0.04 * ((7 * o2 + 3 * i2) % 13) - 0.24),
+        "fc2.bias": _bias(-0.02, 3, rounding),
+    }
+
+
+# ---- engine side --------------------------------------------------------------------------
+
+
+class A1(Module):
+    """The engine's A1 model: fc1 (Linear 4 -> 8), relu, fc2 (Linear 8 -> 3)."""
+
+    def __init__(self, fc1: Linear, fc2: Linear) -> None:
+        self.fc1 = fc1
+        self.relu = Relu()
+        self.fc2 = fc2
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2.forward(self.relu.forward(self.fc1.forward(x)))
+
+
+def _engine_linear(weight_out_in: np.ndarray, bias: np.ndarray, device) -> Linear:
+    weight = Tensor.from_numpy(np.ascontiguousarray(weight_out_in.T), device)
+    return Linear(
+        weight=Param.from_tensor(weight), bias=Param.from_tensor(Tensor.from_numpy(bias, device))
+    )
+
+
+def a1_engine(device, rounding: Rounding = "once") -> tuple[A1, Tensor, Tensor]:
+    """(A1 engine model, x, y) on `device`; params are marked leaves with fresh ParamIds.
+
+    x is a plain (untracked) tensor on `device`; y is int64.
+    """
+    arrays = a1_arrays(rounding)
+    model = A1(
+        _engine_linear(arrays["fc1.weight"], arrays["fc1.bias"], device),
+        _engine_linear(arrays["fc2.weight"], arrays["fc2.bias"], device),
+    )
+    return model, Tensor.from_numpy(arrays["x"], device), Tensor.from_numpy(arrays["y"], device)
+
+
+# ---- PyTorch side -------------------------------------------------------------------------
+
+
+def a1_torch(rounding: Rounding = "once"):
+    """(torch A1 model, x, y): an `nn.Module` with `.fc1`, `.relu`, `.fc2`, float32, CPU.
+
+    torch is imported here, so importing this module never needs it.
+    """
+    import torch
+    from torch import nn
+
+    class A1Torch(nn.Module):
+        """The PyTorch A1 model, parallel to the engine's `A1`."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = nn.Linear(4, 8)
+            self.relu = nn.ReLU()
+            self.fc2 = nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.fc2(self.relu(self.fc1(x)))
+
+    arrays = a1_arrays(rounding)
+    model = A1Torch()
+    with torch.no_grad():
+        for name in PARAM_NAMES:
+            model.get_parameter(name).copy_(torch.from_numpy(arrays[name]))
+    return model, torch.from_numpy(arrays["x"].copy()), torch.from_numpy(arrays["y"].copy())
+
+
+# ---- recording helpers: every A1 case reports params in PyTorch's layout -------------------
+
+
+def _torch_layout(path: str, tensor: Tensor) -> Tensor:
+    # The engine's Linear weight is [in, out]; reports compare in PyTorch's [out, in].
+    return tensor.transpose() if path.endswith("weight") and len(tensor.shape) == 2 else tensor
+
+
+def engine_params(model: Module) -> dict[str, Tensor]:
+    """`{path: value}` of an engine module's params, weights transposed to `[out, in]`."""
+    return {path: _torch_layout(path, param.val()) for path, param in model.params()}
+
+
+def engine_grads(grads, model: Module) -> dict[str, Tensor | None]:
+    """`{path: gradient}` from a `GradientsParams` (looked up by ParamId, `[out, in]` layout)."""
+    found = {}
+    for path, param in model.params():
+        grad = grads.get(param.id)
+        found[path] = None if grad is None else _torch_layout(path, grad)
+    return found
+
+
+def torch_params(model) -> dict:
+    """`{path: value}` of a torch module's params (detached copies)."""
+    return {path: p.detach().clone() for path, p in model.named_parameters()}
+
+
+def torch_grads(model) -> dict:
+    """`{path: .grad}` of a torch module's params (copies; None where there is none)."""
+    return {
+        path: None if p.grad is None else p.grad.clone() for path, p in model.named_parameters()
+    }

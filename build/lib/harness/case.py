@@ -1,0 +1,335 @@
+"""The case API: what a case author writes in ``cases/<name>.py``, and how it is loaded.
+
+A case module holds a docstring (what the experiment shows), ``torch_side()`` and
+``engine_side()`` (each returns an ordered mapping of named values), ``CHECKS`` (a list of
+:func:`agree` / :func:`differ` / :func:`expect`), and optionally ``TOLERANCES`` (glob ->
+:class:`~harness.tolerances.Tolerance` with a reason) overriding the per-dtype defaults.
+:func:`capture` records an error as a value; the relations below say what holds between the
+two sides of a documented divergence.
+
+This module is the author's vocabulary only: running a case (threads, seeds, ``out/``, reruns)
+is ``harness.runner``, evaluating its checks ``harness.checks``; it never imports pytest and
+never formats text.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib.util
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness import record
+from harness.results import CheckKind
+from harness.tolerances import Tolerance, check_overrides, resolve
+
+SIDES = ("torch", "engine")
+ROOT = Path(__file__).resolve().parent.parent
+CASES_DIR = ROOT / "cases"
+GOLDEN_DIR = ROOT / "golden"  # the default folders of a run (harness.runner.Dirs)
+OUT_DIR = ROOT / "out"
+
+
+class CaseDefinitionError(Exception):
+    """A case file is malformed (missing side function, bad check, unresolvable ``because``)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks
+
+
+@dataclass(frozen=True)
+class SideRef:
+    """``"torch"``, ``"engine"``, or ``"torch:full."``: a side and a key prefix within it."""
+
+    side: str
+    prefix: str = ""
+
+    @classmethod
+    def parse(cls, spec: str) -> SideRef:
+        side, _, prefix = spec.partition(":")
+        if side not in SIDES:
+            raise CaseDefinitionError(
+                f"side {spec!r}: expected 'torch' or 'engine', optionally ':prefix'"
+            )
+        return cls(side, prefix)
+
+    @property
+    def label(self) -> str:
+        return f"{self.side}:{self.prefix.rstrip('.')}" if self.prefix else self.side
+
+    def select(self, values: Mapping[str, Any], pattern: str) -> dict[str, Any]:
+        """The values whose key is ``prefix + k`` with ``k`` matching ``pattern``, keyed by k."""
+        picked = {}
+        for key, value in values.items():
+            if key.startswith(self.prefix):
+                short = key[len(self.prefix) :]
+                if fnmatch.fnmatchcase(short, pattern):
+                    picked[short] = value
+        return picked
+
+
+@dataclass(frozen=True)
+class Relation:
+    """What holds between the two sides of a documented divergence, per matched key.
+
+    ``holds(left, right)`` receives decoded values (numpy arrays, scalars, CapturedError...).
+    """
+
+    text: str
+    holds: Callable[[Any, Any], bool]
+
+
+@dataclass(frozen=True)
+class Agree:
+    pattern: str
+    left: SideRef
+    right: SideRef
+    tol: Tolerance | None = None
+    note: str = ""
+    kind: CheckKind = field(default=CheckKind.AGREE, init=False)
+
+    @property
+    def label(self) -> str:
+        return f"agree:{self.pattern}:{self.left.label}~{self.right.label}"
+
+
+@dataclass(frozen=True)
+class Differ:
+    pattern: str
+    left: SideRef
+    right: SideRef
+    because: str
+    relation: Relation
+    tol: Tolerance | None = None
+    kind: CheckKind = field(default=CheckKind.DIFFER, init=False)
+
+    @property
+    def label(self) -> str:
+        return f"differ:{self.pattern}:{self.left.label}~{self.right.label}"
+
+
+@dataclass(frozen=True)
+class Expect:
+    pattern: str
+    ref: SideRef
+    relation: Relation
+    kind: CheckKind = field(default=CheckKind.EXPECT, init=False)
+
+    @property
+    def label(self) -> str:
+        return f"expect:{self.pattern}:{self.ref.label}"
+
+
+Check = Agree | Differ | Expect
+
+
+def agree(
+    pattern: str,
+    left: str = "torch",
+    right: str = "engine",
+    *,
+    tol: Tolerance | None = None,
+    note: str = "",
+) -> Agree:
+    """The values matching ``pattern`` must agree within tolerance.
+
+    ``left`` / ``right`` are ``"torch"``, ``"engine"`` or ``"side:prefix."`` so that two parts
+    of one side can be compared ("full batch" vs "accumulated halves"). ``tol`` overrides the
+    case's per-key tolerance; ``note`` is shown with the report (for example why same-side
+    results are close but not bit-identical).
+    """
+    return Agree(pattern, SideRef.parse(left), SideRef.parse(right), tol, note)
+
+
+def differ(
+    pattern: str,
+    *,
+    because: str,
+    relation: Relation,
+    left: str = "torch",
+    right: str = "engine",
+    tol: Tolerance | None = None,
+) -> Differ:
+    """A documented divergence: passes only while the values differ and ``relation`` holds.
+
+    ``because`` is the dotted path of the engine object whose docstring documents the
+    divergence (``"harness.engine.tensor.Tensor.detach"``); it is resolved when the check runs.
+    If the values come to agree, the check fails with "expected divergence vanished".
+    """
+    if not because:
+        raise CaseDefinitionError(f"differ({pattern!r}): 'because' must name an engine docstring")
+    return Differ(pattern, SideRef.parse(left), SideRef.parse(right), because, relation, tol)
+
+
+def expect(pattern: str, side: str, relation: Relation | Any) -> Expect:
+    """A one-sided fact fixed by the spec (``expect("h_grad", "engine", None)``).
+
+    ``relation`` is a :class:`Relation` whose ``holds(value, None)`` must be true, or a plain
+    expected value compared exactly.
+    """
+    if not isinstance(relation, Relation):
+        relation = equals(relation)
+    return Expect(pattern, SideRef.parse(side), relation)
+
+
+# Relations used by several cases; a case may also build its own ``Relation``.
+
+
+def equals(expected: Any) -> Relation:
+    """The value equals ``expected`` exactly (arrays: same shape and bits up to +-0)."""
+
+    def holds(value: Any, _other: Any) -> bool:
+        if isinstance(value, np.ndarray):
+            want = np.asarray(expected, dtype=value.dtype)
+            return value.shape == want.shape and bool(np.array_equal(value, want, equal_nan=True))
+        return type(value) is type(expected) and value == expected
+
+    return Relation(f"== {expected!r}", holds)
+
+
+def scaled(factor: float, *, rtol: float = 1e-6) -> Relation:
+    """left == factor * right (elementwise, within rtol)."""
+
+    def holds(left: Any, right: Any) -> bool:
+        left, right = np.asarray(left, np.float64), np.asarray(right, np.float64)
+        return left.shape == right.shape and bool(
+            np.allclose(left, factor * right, rtol=rtol, atol=0)
+        )
+
+    return Relation(f"left = {factor:g} x right", holds)
+
+
+def same_values_other_shape() -> Relation:
+    """Same elements, different shapes (burn's ``[1]`` against PyTorch's 0-d)."""
+
+    def holds(left: Any, right: Any) -> bool:
+        left, right = np.asarray(left), np.asarray(right)
+        return left.shape != right.shape and bool(np.array_equal(left.ravel(), right.ravel()))
+
+    return Relation("same elements, different shape", holds)
+
+
+def raises_vs_value(error_type: str | None = None) -> Relation:
+    """The left side raised (optionally a given type) where the right side gave a value."""
+
+    def holds(left: Any, right: Any) -> bool:
+        if not isinstance(left, record.CapturedError) or isinstance(right, record.CapturedError):
+            return False
+        return error_type is None or left.type == error_type
+
+    return Relation(f"left raises {error_type or 'an error'}, right gives a value", holds)
+
+
+def raises_message(message: str, *, exact: bool = True) -> Relation:
+    """One-sided (for :func:`expect`): a captured error whose message is ``message`` (or,
+    with ``exact=False``, contains it). Spec-fixed texts are asserted to the letter."""
+
+    def holds(value: Any, _other: Any) -> bool:
+        if not isinstance(value, record.CapturedError):
+            return False
+        return value.message == message if exact else message in value.message
+
+    how = "" if exact else "containing "
+    return Relation(f"raises with a message {how}{message!r}", holds)
+
+
+def flags(left: bool, right: bool, text: str) -> Relation:
+    """Both sides are flags: the left one is ``left`` and the right one is ``right``."""
+    return Relation(text, lambda a, b: a is left and b is right)
+
+
+def predicate(text: str, fn: Callable[[Any, Any], bool]) -> Relation:
+    """A relation from a two-argument predicate, with the text the report shows."""
+    return Relation(text, fn)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    doc: str
+    path: Path
+    torch_side: Callable[[], Mapping[str, Any]]
+    engine_side: Callable[[], Mapping[str, Any]]
+    checks: tuple[Check, ...]
+    tolerances: Mapping[str, Tolerance]
+
+    def side_fn(self, side: str) -> Callable[[], Mapping[str, Any]]:
+        return self.torch_side if side == "torch" else self.engine_side
+
+    def tol_for(self, key: str, dtype: str) -> Tolerance:
+        return resolve(key, dtype, self.tolerances)
+
+
+def load_case(path: Path) -> Case:
+    """Import one case file and validate its shape."""
+    name = path.stem
+    spec = importlib.util.spec_from_file_location(f"cases.{name}", path)
+    if spec is None or spec.loader is None:
+        raise CaseDefinitionError(f"{path}: cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for attr in ("torch_side", "engine_side", "CHECKS"):
+        if not hasattr(module, attr):
+            raise CaseDefinitionError(f"{path}: {attr}: missing")
+    if not (module.__doc__ or "").strip():
+        raise CaseDefinitionError(f"{path}: docstring: missing (say what the case shows)")
+    checks = tuple(module.CHECKS)
+    if not checks:
+        raise CaseDefinitionError(f"{path}: CHECKS: empty (a case must check something)")
+    for check in checks:
+        if not isinstance(check, Agree | Differ | Expect):
+            raise CaseDefinitionError(f"{path}: CHECKS: {check!r} is not agree/differ/expect")
+    labels = [c.label for c in checks]
+    if len(set(labels)) != len(labels):
+        raise CaseDefinitionError(f"{path}: CHECKS: duplicate check {labels}")
+    tolerances = dict(getattr(module, "TOLERANCES", {}))
+    try:  # here, once, rather than as a traceback from the first comparison that uses it
+        check_overrides(tolerances)
+    except ValueError as exc:
+        raise CaseDefinitionError(f"{path}: TOLERANCES: {exc}") from None
+    return Case(
+        name=name,
+        doc=module.__doc__.strip(),
+        path=path,
+        torch_side=module.torch_side,
+        engine_side=module.engine_side,
+        checks=checks,
+        tolerances=tolerances,
+    )
+
+
+def case_paths(cases_dir: Path = CASES_DIR) -> list[Path]:
+    """Case files in name order; files starting with ``_`` are helpers, not cases."""
+    return sorted(p for p in cases_dir.glob("*.py") if not p.name.startswith("_"))
+
+
+def discover(names: Sequence[str] = (), cases_dir: Path = CASES_DIR) -> list[Case]:
+    """Load every case, or the named ones (an unknown name raises with the known names)."""
+    paths = {p.stem: p for p in case_paths(cases_dir)}
+    unknown = [n for n in names if n not in paths]
+    if unknown:
+        raise CaseDefinitionError(
+            f"unknown case(s) {', '.join(unknown)}; known: {', '.join(paths)}"
+        )
+    return [load_case(paths[n]) for n in (names or paths)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording an error as a value
+
+
+def capture(fn: Callable[[], Any]) -> Any:
+    """Run ``fn``; return its result, or the exception it raised as a ``CapturedError``."""
+    try:
+        return fn()
+    except Exception as exc:  # a case records any error as a value
+        return record.CapturedError.from_exception(exc)

@@ -1,0 +1,182 @@
+"""Evaluating a case's checks against the values its two sides recorded: one ``CheckReport``
+per check, with the comparison table and, for a documented divergence, the docstring that
+documents it and a one-line summary of each side's values."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, Protocol
+
+from harness.case import Agree, Case, CaseDefinitionError, Check, Differ, Expect
+from harness.diff import Diff, diff_values
+from harness.mismatches import LIMIT, RowDetail, inspect_row
+from harness.report.cells import value_summary
+from harness.results import CheckReport
+from harness.tolerances import Tolerance
+
+
+class RecordedRun(Protocol):
+    """What evaluation reads of a run (``harness.runner.CaseRun``): the case, each side's
+    decoded values, and the error a side raised, if any."""
+
+    case: Case
+    values: Mapping[str, Mapping[str, Any]]
+    error: str | None
+
+
+class _Verdict(NamedTuple):
+    ok: bool
+    diff: Diff | None
+    message: str
+    documented_by: str = ""
+    compared: tuple[Mapping, Mapping] = ({}, {})  # the values the diff compared, by side
+
+
+def evaluate(run: RecordedRun, *, limit: int | None = LIMIT) -> list[CheckReport]:
+    """Every check of the case against the run's values.
+
+    ``limit``: mismatched elements kept per failing row (None: all of them).
+    """
+    return [evaluate_check(run, check, limit=limit) for check in run.case.checks]
+
+
+def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT) -> CheckReport:
+    ok, diff, message, documented_by, compared = _verdict(run, check)
+    relation = getattr(check, "relation", None)
+    differ = isinstance(check, Differ)
+    return CheckReport(
+        label=check.label,
+        kind=check.kind,
+        ok=ok,
+        message=message,
+        diff=diff,
+        documented_by=documented_by,
+        pattern=check.pattern,
+        because=check.because if differ else None,
+        relation=None if relation is None else relation.text,
+        samples=_samples(run, check) if differ else None,
+        details=_details(check, ok, diff, compared, limit),
+    )
+
+
+def _details(
+    check: Check, ok: bool, diff: Diff | None, compared: tuple[Mapping, Mapping], limit
+) -> tuple[RowDetail, ...]:
+    """The elements behind the rows: every row of an agree check (the summary's headline
+    reads them), the failing rows of a failing check of another kind (a differ check's rows
+    differ by design)."""
+    if diff is None or not (isinstance(check, Agree) or not ok):
+        return ()
+    left, right = compared
+    rows = diff.rows if isinstance(check, Agree) else diff.failures
+    found = (inspect_row(left.get(r.key), right.get(r.key), r, limit) for r in rows)
+    return tuple(d for d in found if d is not None)
+
+
+def _verdict(run: RecordedRun, check: Check) -> _Verdict:
+    if run.error:
+        return _Verdict(False, None, run.error)
+    if isinstance(check, Expect):
+        return _evaluate_expect(run, check)
+    left = check.left.select(run.values[check.left.side], check.pattern)
+    right = check.right.select(run.values[check.right.side], check.pattern)
+    if not left and not right:
+        return _Verdict(False, None, f"pattern {check.pattern!r} matched no value")
+    diff = diff_values(
+        left,
+        right,
+        tol_for=_tol_for(run.case, check.tol),
+        title=run.case.name,
+        labels=(check.left.label, check.right.label),
+    )
+    if isinstance(check, Agree):
+        message = "agree" if diff.ok else "values disagree"
+        message = f"{message} ({check.note})" if check.note else message
+        return _Verdict(diff.ok, diff, message, compared=(left, right))
+    return _evaluate_differ(check, diff, left, right)._replace(compared=(left, right))
+
+
+def _tol_for(case: Case, tol: Tolerance | None) -> Callable[[str, str], Tolerance]:
+    if tol is not None:
+        return lambda key, dtype: tol
+    return case.tol_for
+
+
+def _evaluate_differ(check: Differ, diff: Diff, left: dict, right: dict) -> _Verdict:
+    try:
+        documented_by = resolve_because(check.because)
+    except CaseDefinitionError as exc:
+        return _Verdict(False, diff, str(exc))
+    if set(left) != set(right):
+        missing = sorted(set(left) ^ set(right))
+        return _Verdict(False, diff, f"keys present on one side only: {missing}")
+    if diff.ok:
+        return _Verdict(False, diff, "expected divergence vanished", documented_by)
+    broken = [k for k in left if not check.relation.holds(left[k], right[k])]
+    if broken:
+        message = f"values differ but the relation '{check.relation.text}' fails for {broken}"
+        return _Verdict(False, diff, message, documented_by)
+    return _Verdict(True, diff, f"differ as documented: {check.relation.text}", documented_by)
+
+
+def _evaluate_expect(run: RecordedRun, check: Expect) -> _Verdict:
+    picked = check.ref.select(run.values[check.ref.side], check.pattern)
+    if not picked:
+        return _Verdict(False, None, f"pattern {check.pattern!r} matched no value")
+    broken = [k for k, v in picked.items() if not check.relation.holds(v, None)]
+    if broken:
+        shown = ", ".join(f"{k}={picked[k]!r}" for k in broken)
+        return _Verdict(False, None, f"expected {check.relation.text}; got {shown}")
+    return _Verdict(True, None, f"{len(picked)} value(s) {check.relation.text}")
+
+
+def _samples(run: RecordedRun, check: Differ) -> tuple[tuple[str, str, str], ...]:
+    """``(key, left summary, right summary)`` per key the differ check matched.
+
+    Read with ``.get``: a side that raised recorded no values, and the report still shows
+    what the other side gave.
+    """
+    left_side, right_side = (run.values.get(ref.side, {}) for ref in (check.left, check.right))
+    left = check.left.select(left_side, check.pattern)
+    right = check.right.select(right_side, check.pattern)
+    keys = list(left) + [k for k in right if k not in left]
+    absent = "(absent)"
+    return tuple(
+        (
+            k,
+            value_summary(left[k]) if k in left else absent,
+            value_summary(right[k]) if k in right else absent,
+        )
+        for k in keys
+    )
+
+
+def resolve_because(dotted: str) -> str:
+    """Import the object a ``differ`` names; return its docstring's first line.
+
+    A divergence is documented only if the engine code that diverges says so.
+    """
+    module_name, obj = dotted, None
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module_name = ".".join(parts[:cut])
+        try:
+            obj = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr, None)
+            if obj is None:
+                raise CaseDefinitionError(
+                    f"because={dotted!r}: {attr!r} not found in {module_name}"
+                )
+        break
+    if obj is None:
+        raise CaseDefinitionError(f"because={dotted!r}: no such module")
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    if "PyTorch" not in doc:
+        raise CaseDefinitionError(
+            f"because={dotted!r}: its docstring does not document a PyTorch difference"
+        )
+    return doc.splitlines()[0]

@@ -1,0 +1,370 @@
+"""The eight learning-rate schedulers of burn-optim (reference-engine.md section 7).
+
+Each config is named as burn's type and takes burn's fields (snake_case, same order as burn's
+`new(...)` plus the defaulted fields as keywords). `init()` validates and raises `ValueError`
+with burn's message where burn's `init()` returns `Err(String)`; it returns a scheduler whose
+`step()` advances and returns the learning rate to use *now*.
+
+PyTorch divergence (documented, see the `lr_schedulers` case): burn's `step()` is called
+*before* the optimizer step and its **first call returns the initial LR**; PyTorch's
+`scheduler.step()` is called *after* `optimizer.step()` and the LR of step k is read from the
+optimizer (`get_last_lr()` after k-1 calls). The two sequences agree only after that shift.
+
+All arithmetic is float64, in the order burn writes it, so values are bit-identical to burn's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from harness.engine.module import Config
+
+__all__ = [
+    "ComposedLrScheduler",
+    "ComposedLrSchedulerConfig",
+    "ConstantLr",
+    "CosineAnnealingLrScheduler",
+    "CosineAnnealingLrSchedulerConfig",
+    "ExponentialLrScheduler",
+    "ExponentialLrSchedulerConfig",
+    "LinearLrScheduler",
+    "LinearLrSchedulerConfig",
+    "LrScheduler",
+    "NoamLrScheduler",
+    "NoamLrSchedulerConfig",
+    "SchedulerReduction",
+    "SequentialLrScheduler",
+    "SequentialLrSchedulerConfig",
+    "StepLrScheduler",
+    "StepLrSchedulerConfig",
+]
+
+# burn's error strings, to the letter (burn-optim/src/lr_scheduler/*.rs).
+INITIAL_LR_RANGE = "Initial learning rate must be greater than 0 and at most 1"
+FINAL_LR_RANGE = "Final learning rate must be at least 0 and at most 1"
+NUM_ITERS_ZERO = "Number of iterations must be at least 1"
+MIN_LR_RANGE = (
+    "Minimum learning rate must be at least 0 and at most equal to the initial learning rate"
+)
+GAMMA_RANGE = "Gamma must be greater than 0 and at most 1"
+STEP_SIZE_ZERO = "Step size must be greater than 0"
+WARMUP_ZERO = "Number of steps before exponential decay starts must be greater than 0"
+MODEL_SIZE_ZERO = "Model size must be greater than 0"
+NO_SCHEDULERS = "At least one scheduler is required"
+MILESTONE_COUNT = "The number of milestones must be one less than the number of schedulers"
+MILESTONE_ORDER = "Milestones must be greater than zero and strictly increasing"
+
+
+def powi(base, exp: int):
+    """Rust's `powi` as LLVM compiles it (`__powidf2` for f64, `__powisf2` for f32):
+    square-and-multiply in the type of `base` (a Python float or a NumPy float32), so the
+    rounding matches burn's bit for bit (`**` calls libm `pow`, which can differ by an ULP)."""
+    one = base.__class__(1.0)
+    recip = exp < 0
+    n = -exp if recip else exp
+    result = one
+    while True:
+        if n & 1:
+            result *= base
+        n //= 2
+        if n == 0:
+            break
+        base *= base
+    return one / result if recip else result
+
+
+def _check_initial_lr(initial_lr: float) -> None:
+    if initial_lr <= 0.0 or initial_lr > 1.0:
+        raise ValueError(INITIAL_LR_RANGE)
+
+
+def _check_num_iters(num_iters: int) -> None:
+    if num_iters == 0:
+        raise ValueError(NUM_ITERS_ZERO)
+
+
+class LrScheduler:
+    """Base of every scheduler: `step()` advances and returns the LR to use now."""
+
+    def step(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass
+class ConstantLr(LrScheduler):
+    """A constant learning rate (burn's `ConstantLr`; a bare float works the same)."""
+
+    lr: float
+
+    def step(self) -> float:
+        return self.lr
+
+
+# ---- linear -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LinearLrSchedulerConfig(Config):
+    """From `initial_lr` at the first call to `final_lr` at call `num_iters + 1`, then flat."""
+
+    initial_lr: float
+    final_lr: float
+    num_iters: int
+
+    def init(self) -> LinearLrScheduler:
+        _check_initial_lr(self.initial_lr)
+        if self.final_lr < 0.0 or self.final_lr > 1.0:
+            raise ValueError(FINAL_LR_RANGE)
+        _check_num_iters(self.num_iters)
+        step_size = (self.final_lr - self.initial_lr) / float(self.num_iters)
+        return LinearLrScheduler(self.final_lr, step_size, self.num_iters + 1)
+
+
+@dataclass
+class LinearLrScheduler(LrScheduler):
+    """burn counts *remaining* iterations down and returns `final - step_size * remaining`."""
+
+    final_lr: float
+    step_size: float
+    remaining_iters: int
+
+    def step(self) -> float:
+        if self.remaining_iters != 0:
+            self.remaining_iters -= 1
+        return self.final_lr - self.step_size * float(self.remaining_iters)
+
+
+# ---- cosine annealing ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CosineAnnealingLrSchedulerConfig(Config):
+    """`min + 0.5 (initial - min) (1 + cos(pi * i / num_iters))`, i = 0, 1, ...
+
+    burn restarts: `i` runs modulo `num_iters + 1`, so call `num_iters + 2` returns
+    `initial_lr` again (SGDR warm restarts). PyTorch's `CosineAnnealingLR` instead keeps
+    following the cosine past `T_max` (it rises back slowly).
+    """
+
+    initial_lr: float
+    num_iters: int
+    min_lr: float = 0.0
+
+    def init(self) -> CosineAnnealingLrScheduler:
+        _check_initial_lr(self.initial_lr)
+        if self.min_lr < 0.0 or self.min_lr > self.initial_lr:
+            raise ValueError(MIN_LR_RANGE)
+        _check_num_iters(self.num_iters)
+        return CosineAnnealingLrScheduler(self.min_lr, self.initial_lr, self.num_iters)
+
+
+@dataclass
+class CosineAnnealingLrScheduler(LrScheduler):
+    """burn starts `current_iter` at usize::MAX so the first (wrapping) increment gives 0."""
+
+    min_lr: float
+    max_lr: float
+    num_iters: int
+    current_iter: int = field(default=-1, init=False)
+
+    def step(self) -> float:
+        self.current_iter = (self.current_iter + 1) % (self.num_iters + 1)
+        angle = float(self.current_iter) / float(self.num_iters) * math.pi
+        return self.min_lr + 0.5 * (self.max_lr - self.min_lr) * (1.0 + math.cos(angle))
+
+
+# ---- exponential --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExponentialLrSchedulerConfig(Config):
+    """`initial_lr * gamma^(k-1)`, computed as burn does: a running product that starts at
+    `initial_lr / gamma` (so the first value can differ from `initial_lr` by an ULP)."""
+
+    initial_lr: float
+    gamma: float
+
+    def init(self) -> ExponentialLrScheduler:
+        _check_initial_lr(self.initial_lr)
+        if self.gamma <= 0.0 or self.gamma > 1.0:
+            raise ValueError(GAMMA_RANGE)
+        return ExponentialLrScheduler(self.initial_lr / self.gamma, self.gamma)
+
+
+@dataclass
+class ExponentialLrScheduler(LrScheduler):
+    """Multiplies the previous LR by `gamma` at each call."""
+
+    previous_lr: float
+    gamma: float
+
+    def step(self) -> float:
+        self.previous_lr *= self.gamma
+        return self.previous_lr
+
+
+# ---- step ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepLrSchedulerConfig(Config):
+    """`initial_lr * gamma^((k-1) // step_size)`. Like burn, odd `initial_lr` / `gamma` values
+    are accepted (burn only logs a warning); only `step_size == 0` is an error."""
+
+    initial_lr: float
+    step_size: int
+    gamma: float = 0.1
+
+    def init(self) -> StepLrScheduler:
+        if self.step_size == 0:
+            raise ValueError(STEP_SIZE_ZERO)
+        return StepLrScheduler(self.initial_lr, self.step_size, self.gamma)
+
+
+@dataclass
+class StepLrScheduler(LrScheduler):
+    """Keeps burn's `iter_idx` starting at -1 and its integer power (`f64::powi`)."""
+
+    init_lr: float
+    step_size: int
+    gamma: float
+    iter_idx: int = field(default=-1, init=False)
+
+    def step(self) -> float:
+        self.iter_idx += 1
+        return self.init_lr * powi(self.gamma, self.iter_idx // self.step_size)
+
+
+# ---- noam ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoamLrSchedulerConfig(Config):
+    """`factor * model_size^-0.5 * min(k^-0.5, k * warmup_steps^-1.5)` ("Attention Is All You
+    Need"); PyTorch has no built-in equivalent."""
+
+    factor: float
+    warmup_steps: int = 4000
+    model_size: int = 512
+
+    def init(self) -> NoamLrScheduler:
+        if self.warmup_steps == 0:
+            raise ValueError(WARMUP_ZERO)
+        if self.model_size == 0:
+            raise ValueError(MODEL_SIZE_ZERO)
+        return NoamLrScheduler(float(self.warmup_steps), float(self.model_size), self.factor)
+
+
+@dataclass
+class NoamLrScheduler(LrScheduler):
+    """Counts steps as a float, as burn does."""
+
+    warmup_steps: float
+    embedding_size: float
+    factor: float
+    step_count: float = field(default=0.0, init=False)
+
+    def step(self) -> float:
+        self.step_count += 1.0
+        arg1 = self.step_count**-0.5
+        arg2 = self.step_count * self.warmup_steps**-1.5
+        return self.factor * self.embedding_size**-0.5 * min(arg1, arg2)
+
+
+# ---- composed -----------------------------------------------------------------------------
+
+
+class SchedulerReduction(Enum):
+    """How `ComposedLrScheduler` combines its children's rates."""
+
+    Avg = "avg"
+    Sum = "sum"
+    Prod = "prod"
+
+
+@dataclass(frozen=True)
+class ComposedLrSchedulerConfig(Config):
+    """Combines children (product by default); every child is stepped at every call.
+
+    Build it as burn does, `ComposedLrSchedulerConfig().linear(a).cosine(b)`, or pass
+    `schedulers=[...]`.
+    """
+
+    schedulers: tuple = field(default=())
+    reduction: SchedulerReduction = SchedulerReduction.Prod
+
+    def _push(self, config: Config) -> ComposedLrSchedulerConfig:
+        """A copy with `config` appended (burn's builder methods take and return the config)."""
+        return self.with_schedulers((*self.schedulers, config))
+
+    # burn has one builder per child type; Python needs no dispatch, so all four append.
+    linear = cosine = exponential = noam = _push
+
+    def init(self) -> ComposedLrScheduler:
+        children = [config.init() for config in self.schedulers]
+        return ComposedLrScheduler(children, self.reduction)
+
+
+@dataclass
+class ComposedLrScheduler(LrScheduler):
+    """Folds the children's rates in order: `acc + lr / n`, `acc + lr` or `acc * lr`."""
+
+    schedulers: list[LrScheduler]
+    reduction: SchedulerReduction
+
+    def step(self) -> float:
+        reduction = self.reduction
+        acc = 1.0 if reduction is SchedulerReduction.Prod else 0.0
+        count = float(len(self.schedulers))
+        for scheduler in self.schedulers:
+            lr = scheduler.step()
+            if reduction is SchedulerReduction.Avg:
+                acc = acc + lr / count
+            elif reduction is SchedulerReduction.Sum:
+                acc = acc + lr
+            else:
+                acc = acc * lr
+        return acc
+
+
+# ---- sequential ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SequentialLrSchedulerConfig(Config):
+    """Runs children one after another; `milestones[i]` is the number of completed calls at
+    which child `i + 1` takes over. Only the active child is stepped, so each child starts
+    from its own first value (PyTorch's `SequentialLR` behaves the same way)."""
+
+    schedulers: Sequence[Config]
+    milestones: Sequence[int]
+
+    def init(self) -> SequentialLrScheduler:
+        milestones = list(self.milestones)
+        if not self.schedulers:
+            raise ValueError(NO_SCHEDULERS)
+        if len(milestones) + 1 != len(self.schedulers):
+            raise ValueError(MILESTONE_COUNT)
+        for index, milestone in enumerate(milestones):
+            if milestone == 0 or (index > 0 and milestone <= milestones[index - 1]):
+                raise ValueError(MILESTONE_ORDER)
+        children = [config.init() for config in self.schedulers]
+        return SequentialLrScheduler(children, milestones)
+
+
+@dataclass
+class SequentialLrScheduler(LrScheduler):
+    """The active child is the number of milestones already reached."""
+
+    schedulers: list[LrScheduler]
+    milestones: list[int]
+    step_count: int = field(default=0, init=False)
+
+    def step(self) -> float:
+        index = sum(1 for milestone in self.milestones if self.step_count >= milestone)
+        lr = self.schedulers[index].step()
+        self.step_count += 1
+        return lr

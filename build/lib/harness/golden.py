@@ -1,0 +1,230 @@
+"""The golden workflow: committed ``golden/<case>/<side>.json`` against a fresh run.
+
+- missing golden: written, and the run fails (a new golden is reviewed before it counts);
+- identical bytes: pass;
+- different bytes: values compared with the case's tolerance; bit-identity is required only
+  when the environment fingerprint matches the golden's; on mismatch the fresh output is written
+  beside the golden as ``<side>.obtained.json`` for review (pytest-regressions' convention);
+- update: rewrite (atomically) and report what changed and by how much.
+
+Large tensors live in ``.npy`` sidecars beside each JSON file (``record.write_side``): the
+golden JSON holds their sha256 and summary statistics, so its git diff stays readable and text
+equality still means identical data. ``.obtained`` files carry their own sidecars, and removing
+an ``.obtained`` file removes them too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness import record
+from harness.diff import Diff, diff_values
+from harness.environment import fingerprint
+from harness.mismatches import LIMIT, inspect_row
+from harness.results import GoldenReport, GoldenStatus
+from harness.tolerances import Tolerance
+
+
+def golden_path(golden_dir: Path, case: str, side: str) -> Path:
+    return golden_dir / case / f"{side}.json"
+
+
+def obtained_path(golden_dir: Path, case: str, side: str) -> Path:
+    return golden_dir / case / f"{side}.obtained.json"
+
+
+def check_golden(
+    case: Any,
+    side: str,
+    fresh_text: str,
+    fresh_values: Mapping[str, Any],
+    golden_dir: Path,
+    *,
+    limit: int | None = LIMIT,
+) -> GoldenReport:
+    """Compare a fresh side output with its committed golden (never rewrites the golden).
+
+    ``fresh_text`` is the fresh ``<side>.json`` text and ``fresh_values`` its decoded values;
+    large tensors are sidecar references in the text, so equal texts mean equal data once
+    the golden's sidecars are verified against their sha256. ``limit``: mismatched elements
+    kept per failing row (None: all).
+    """
+    name = case.name
+    path, obtained = golden_path(golden_dir, name, side), obtained_path(golden_dir, name, side)
+    if not path.exists():
+        _write(path, name, side, fresh_values, fresh_text)
+        message = f"golden missing; wrote {path}"
+        return GoldenReport(name, side, GoldenStatus.MISSING, False, message, path=path)
+    data = path.read_bytes()
+    try:
+        golden = _read_golden(path, data, fresh_text)
+    except record.RecordError as exc:
+        _write(obtained, name, side, fresh_values, fresh_text)
+        message = f"{exc}; wrote {obtained}"
+        return GoldenReport(
+            name, side, GoldenStatus.UNREADABLE, False, message, path=path, env=_env_of(data)
+        )
+    if golden is None:
+        remove_obtained(golden_dir, name, side)
+        env = record.side_env(fresh_text)  # same text, same env
+        return GoldenReport(
+            name, side, GoldenStatus.IDENTICAL, True, "bit-identical", path=path, env=env
+        )
+    diff = _diff(case, side, golden.values, fresh_values)
+    result = _judge(name, side, diff, golden.env, record.side_env(fresh_text), path)
+    if result.ok:
+        remove_obtained(golden_dir, name, side)
+    else:
+        _write(obtained, name, side, fresh_values, fresh_text)
+        details = _details(diff, golden.values, fresh_values, limit)
+        message = f"{result.message}; wrote {obtained}"
+        result = dataclasses.replace(result, message=message, details=details)
+    return result
+
+
+def _details(diff: Diff, golden: Mapping, fresh: Mapping, limit: int | None) -> tuple:
+    """The elements behind the failing rows (a mismatch is rare: the second pass is cheap).
+
+    Values within tolerance fail only for not being bit-identical in the golden's own
+    environment: then the elements shown are those that differ at all.
+    """
+    if diff.ok:
+        exact = Tolerance.exact("bit-identity in the golden's environment")
+        rows = [dataclasses.replace(r, tol=exact) for r in diff.rows if not r.bit_identical]
+    else:
+        rows = list(diff.failures)
+    found = (inspect_row(golden.get(r.key), fresh.get(r.key), r, limit) for r in rows)
+    return tuple(d for d in found if d is not None)
+
+
+def _read_golden(path: Path, data: bytes, fresh_text: str) -> record.SideRecord | None:
+    """None when the golden's bytes ``data`` equal ``fresh_text`` and its sidecars are intact.
+
+    Otherwise the decoded golden (RecordError if it cannot be read). Text equality alone is
+    not enough when sidecars are referenced: a sidecar file may have been edited or lost.
+    """
+    same = data == fresh_text.encode("utf-8")
+    if same and b'"sidecar"' not in data:
+        return None
+    golden = record.read_side(path, data=data)  # verifies every sidecar's sha256
+    return None if same else golden
+
+
+def _env_of(data: bytes) -> dict | None:
+    """The env of a golden that did not decode, if that much of it can be read."""
+    try:
+        return record.side_env(data.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):  # a hostile file: no env, the status says why
+        return None
+
+
+def _write(path: Path, case: str, side: str, values: Mapping[str, Any], fresh_text: str) -> None:
+    """Write a golden or ``.obtained`` file atomically, large tensors as sidecars beside it.
+
+    For ``<side>.json`` the text is the fresh ``out/`` text byte for byte (same writer, same
+    threshold); an ``.obtained`` file gets its own sidecars, named after its own stem.
+    """
+    env = record.side_env(fresh_text)
+    record.write_side(path, case, side, values, env, sidecar_threshold=record.SIDECAR_THRESHOLD)
+
+
+def remove_obtained(golden_dir: Path, case: str, side: str) -> None:
+    """Delete ``<side>.obtained.json`` and its sidecars, never one the golden references."""
+    obtained = obtained_path(golden_dir, case, side)
+    if not obtained.is_file():
+        return  # the usual case: nothing to remove, so the golden need not be read
+    path = golden_path(golden_dir, case, side)
+    keep: tuple[str, ...] = ()
+    if path.is_file():
+        try:
+            keep = record.read_side(path, verify_sidecars=False).sidecars
+        except record.RecordError:
+            keep = ()
+    remove_side_file(obtained, keep)
+
+
+def remove_side_file(path: Path, keep: Sequence[str] = ()) -> None:
+    """Delete a side file and the sidecars it references, except the names in ``keep``."""
+    if not path.is_file():
+        return
+    try:
+        names = record.read_side(path, verify_sidecars=False).sidecars
+    except record.RecordError:
+        names = ()  # unreadable: its sidecars cannot be known; the file still goes
+    path.unlink(missing_ok=True)
+    for name in set(names) - set(keep):
+        (path.parent / name).unlink(missing_ok=True)
+
+
+def _diff(case: Any, side: str, golden: Mapping, fresh: Mapping) -> Diff:
+    return diff_values(
+        golden,
+        fresh,
+        tol_for=case.tol_for,
+        title=f"{case.name} ({side})",
+        labels=("golden", "fresh"),
+    )
+
+
+def _judge(
+    case: str, side: str, diff: Diff, golden_env: Mapping, fresh_env: Mapping, path: Path
+) -> GoldenReport:
+    env = dict(golden_env)
+    if not diff.ok:
+        message = "values differ from the golden beyond tolerance"
+        return GoldenReport(case, side, GoldenStatus.MISMATCH, False, message, diff, path, env)
+    if diff.bit_identical:
+        message = "values bit-identical (file text differs)"
+        return GoldenReport(case, side, GoldenStatus.EQUAL_VALUES, True, message, diff, path, env)
+    if fingerprint(golden_env) == fingerprint(fresh_env):
+        message = "not bit-identical although the environment fingerprint matches the golden's"
+        return GoldenReport(case, side, GoldenStatus.MISMATCH, False, message, diff, path, env)
+    message = "within tolerance (environment differs)"
+    return GoldenReport(case, side, GoldenStatus.WITHIN_TOL, True, message, diff, path, env)
+
+
+def update_golden(
+    case: Any, side: str, fresh_text: str, fresh_values: Mapping, golden_dir: Path
+) -> GoldenReport:
+    """Rewrite one golden atomically (sidecars too); report whether and by how much it changed."""
+    path = golden_path(golden_dir, case.name, side)
+    remove_obtained(golden_dir, case.name, side)
+    if not path.exists():
+        _write(path, case.name, side, fresh_values, fresh_text)
+        return GoldenReport(
+            case.name, side, GoldenStatus.CREATED, True, f"created {path}", path=path
+        )
+    diff = None
+    try:
+        golden = _read_golden(path, path.read_bytes(), fresh_text)
+        if golden is None:
+            env = record.side_env(fresh_text)
+            return GoldenReport(
+                case.name, side, GoldenStatus.UNCHANGED, True, "unchanged", path=path, env=env
+            )
+        diff = _diff(case, side, golden.values, fresh_values)
+    except record.RecordError:
+        pass  # an unreadable old golden (or a broken sidecar) is replaced; the diff is unknown
+    _write(path, case.name, side, fresh_values, fresh_text)
+    return GoldenReport(case.name, side, GoldenStatus.UPDATED, True, f"updated {path}", diff, path)
+
+
+def stale_goldens(golden_dir: Path, case_names: set[str]) -> list[Path]:
+    """Golden folders whose case file no longer exists."""
+    if not golden_dir.is_dir():
+        return []
+    return sorted(p for p in golden_dir.iterdir() if p.is_dir() and p.name not in case_names)
+
+
+def prune_stale(folders: Sequence[Path]) -> list[Path]:
+    """Delete stale golden folders; return every file deleted (sorted), for the report."""
+    deleted = []
+    for folder in folders:
+        files = sorted(p for p in folder.rglob("*") if p.is_file())
+        shutil.rmtree(folder)
+        deleted += files
+    return deleted

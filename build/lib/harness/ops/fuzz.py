@@ -1,0 +1,575 @@
+"""Differential fuzzing: Hypothesis draws small programs over the op set, both sides run them.
+
+A `Program` is a few leaves (float32 tensors of small shapes, values on a 1/4 grid so sums are
+exact) and a few steps, each an op of `harness.ops.registry` applied to earlier values. Its
+source text is a case file in the project's format (`torch_side`, `engine_side`, `CHECKS`):
+the fuzzer runs exactly that text, so what it prints on a failure is what it ran. Both sides
+compute the output and the gradients of every leaf for the loss `sum(out * cot)` with
+`cot = ones`: the engine's `out.backward()` (burn seeds a non-scalar backward with ones) and
+torch's `out.backward(torch.ones_like(out))`. No rule outside the program takes part, so a
+shrunk failure names the culprit: with `(out * cot).sum()` a wrong `mul` rule would make every
+program fail (and cancel itself in programs that use `mul`). Non-uniform weights come from the
+program's own `mul` by a leaf; the op matrix uses random cotangents per op.
+
+Programs stay inside the ops' domains, so that a disagreement is a finding and not a known
+divergence: each value carries an interval, and `log`, `sqrt`, `recip`, `div`... are drawn
+only where the interval keeps them away from 0, `exp` only where it cannot overflow, and no
+value may exceed `BOUND` in magnitude. Ops whose conventions differ on purpose at kinks
+(`max()` on ties, `cast`) are left out; `harness.ops.divergences` covers them in the matrix.
+
+`python -m harness.ops.fuzz --examples 5000` runs a longer search; on a failure it prints the
+shrunk program as a case file, the comparison and the float64 third opinion, and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+from harness.diff import TensorDiff, diff_arrays
+from harness.ops.inject import flipped_rule, rule_name
+from harness.ops.opinion import Opinion, render_opinion, third_opinion
+from harness.ops.registry import pair, render
+from harness.report import row_summary
+from harness.tolerances import Tolerance
+
+BOUND = 50.0  # no intermediate value may exceed this magnitude (keeps rtol meaningful)
+DTYPE = "float32"
+# Looser than the float32 table (atol 1e-6): a composed program amplifies rounding through
+# cancellation. Found by the 5000-example run: d/dx exp(tanh(exp(1.5))) goes through
+# tanh' = 1 - y*y at y ~ 0.99975, where the engine's float32 formula is off by 1.2e-6 (torch's
+# kernel by 2e-7; float64 as the judge). A wrong rule (sign, formula) is off by O(1).
+FUZZ_TOL = Tolerance(
+    1e-5,
+    rtol=1e-4,
+    reason="composed float32 programs amplify rounding (harness.ops.fuzz.FUZZ_TOL)",
+)
+CI_EXAMPLES = 100
+LEAF_SHAPES = ((), (3,), (2, 3), (3, 2), (1, 3), (2, 1))
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A float32 input: its shape and flat values (multiples of 1/4)."""
+
+    shape: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Step:
+    """`op` (a registry pair name) applied to earlier values (leaves first, then steps)."""
+
+    op: str
+    args: tuple[int, ...]
+    params: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Program:
+    """Leaves and steps; the last value is the output."""
+
+    leaves: tuple[Leaf, ...]
+    steps: tuple[Step, ...]
+    out_shape: tuple[int, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Abstract values: a shape and an interval holding every element
+
+
+@dataclass(frozen=True)
+class Abs:
+    shape: tuple[int, ...]
+    lo: float
+    hi: float
+
+    @property
+    def mag(self) -> float:
+        return max(abs(self.lo), abs(self.hi))
+
+    def away_from_zero(self, margin: float = 0.25) -> bool:
+        return self.lo >= margin or self.hi <= -margin
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)
+
+
+def _mono(fn: Callable[[float], float]) -> Callable[[Abs], tuple[float, float]]:
+    return lambda x: (fn(x.lo), fn(x.hi))
+
+
+def _abs_bounds(x: Abs) -> tuple[float, float]:
+    lo = 0.0 if x.lo <= 0 <= x.hi else min(abs(x.lo), abs(x.hi))
+    return lo, x.mag
+
+
+@dataclass(frozen=True)
+class Unary:
+    """An elementwise op: when it applies, and the interval of its result."""
+
+    op: str
+    bounds: Callable[[Abs], tuple[float, float]]
+    ok: Callable[[Abs], bool] = lambda x: True
+
+
+_S = 0.3  # the registry's scalar operand
+UNARY_OPS = (
+    Unary("neg", lambda x: (-x.hi, -x.lo)),
+    Unary("exp", _mono(math.exp), lambda x: x.hi <= 2.5),
+    Unary("log", _mono(math.log), lambda x: x.lo >= 0.25),
+    Unary("sqrt", _mono(math.sqrt), lambda x: x.lo >= 0.25),
+    Unary("abs", _abs_bounds),
+    Unary("relu", _mono(lambda v: max(v, 0.0))),
+    Unary("tanh", _mono(math.tanh)),
+    Unary("sigmoid", _mono(lambda v: 1 / (1 + math.exp(-v)))),
+    Unary("recip", lambda x: (1 / x.hi, 1 / x.lo), lambda x: x.away_from_zero()),
+    Unary("powi_scalar", lambda x: (-(x.mag**3), x.mag**3)),
+    Unary("powf_scalar", _mono(lambda v: v**2.5), lambda x: x.lo >= 0.25),
+    Unary("clamp", _mono(lambda v: min(max(v, -0.5), 0.5))),
+    Unary("add_scalar", _mono(lambda v: v + _S)),
+    Unary("sub_scalar", _mono(lambda v: v - _S)),
+    Unary("rsub_scalar", lambda x: (_S - x.hi, _S - x.lo)),
+    Unary("mul_scalar", _mono(lambda v: v * _S)),
+    Unary("div_scalar", _mono(lambda v: v / _S)),
+    Unary("rdiv_scalar", lambda x: (_S / x.hi, _S / x.lo), lambda x: x.away_from_zero()),
+)
+UNARY_BY_NAME = {u.op: u for u in UNARY_OPS}
+
+
+def _products(a: Abs, b: Abs) -> list[float]:
+    return [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
+
+
+def _broadcast(a: Abs, b: Abs) -> tuple[int, ...] | None:
+    try:
+        return tuple(np.broadcast_shapes(a.shape, b.shape))
+    except ValueError:
+        return None
+
+
+def binary_result(op: str, a: Abs, b: Abs) -> Abs | None:
+    """The result of a two-operand op on `a`, `b`, or None when it does not apply."""
+    if op in ("add", "sub", "mul", "div"):
+        shape = _broadcast(a, b)
+        if shape is None or (op == "div" and not b.away_from_zero()):
+            return None
+        if op == "add":
+            return Abs(shape, a.lo + b.lo, a.hi + b.hi)
+        if op == "sub":
+            return Abs(shape, a.lo - b.hi, a.hi - b.lo)
+        if op == "mul":
+            p = _products(a, b)
+            return Abs(shape, min(p), max(p))
+        q = [a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi]
+        return Abs(shape, min(q), max(q))
+    if op == "matmul":
+        if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+            return None
+        k = a.shape[1]
+        p = _products(a, b)
+        return Abs((a.shape[0], b.shape[1]), k * min(min(p), 0), k * max(max(p), 0))
+    if op == "cat":
+        if not a.shape or len(a.shape) != len(b.shape) or a.shape[1:] != b.shape[1:]:
+            return None
+        return Abs((a.shape[0] + b.shape[0], *a.shape[1:]), min(a.lo, b.lo), max(a.hi, b.hi))
+    raise KeyError(op)
+
+
+BINARY_OPS = ("add", "sub", "mul", "div", "matmul", "cat")
+
+
+def structural_result(op: str, x: Abs, dim: int) -> Abs | None:
+    """Reductions, softmaxes and shape ops (one operand, maybe a dim); None if inapplicable."""
+    shape, n = x.shape, _size(x.shape)
+    if op in ("sum", "mean"):
+        k = n if op == "sum" else 1
+        return Abs((1,), k * min(x.lo, 0) if op == "sum" else x.lo, k * max(x.hi, 0))
+    if not shape:
+        return None
+    kept = (*shape[:dim], 1, *shape[dim + 1 :])
+    if op == "sum_dim":
+        k = shape[dim]
+        return Abs(kept, k * min(x.lo, 0), k * max(x.hi, 0))
+    if op in ("mean_dim", "max_dim"):
+        return Abs(kept, x.lo, x.hi)
+    if op == "softmax":
+        return Abs(shape, 0.0, 1.0)
+    if op == "log_softmax":
+        return Abs(shape, (x.lo - x.hi) - math.log(shape[dim]), 0.0)
+    if op == "reshape":
+        return Abs((n,), x.lo, x.hi)
+    if op == "unsqueeze_dim":
+        return Abs((*shape[:dim], 1, *shape[dim:]), x.lo, x.hi)
+    if op == "squeeze":
+        return Abs(tuple(s for s in shape if s != 1), x.lo, x.hi) if 1 in shape else None
+    if len(shape) < 2:
+        return None
+    if op == "swap_dims":
+        return Abs((shape[1], shape[0], *shape[2:]), x.lo, x.hi)
+    if op == "transpose":
+        return Abs((*shape[:-2], shape[-1], shape[-2]), x.lo, x.hi)
+    if op == "slice" and shape[0] >= 2:
+        return Abs((2, *shape[1:]), x.lo, x.hi)
+    return None
+
+
+STRUCTURAL_OPS = (
+    "sum",
+    "mean",
+    "sum_dim",
+    "mean_dim",
+    "max_dim",
+    "softmax",
+    "log_softmax",
+    "reshape",
+    "unsqueeze_dim",
+    "squeeze",
+    "transpose",
+    "swap_dims",
+    "slice",
+)
+_WITH_DIM = {"sum_dim", "mean_dim", "max_dim", "softmax", "log_softmax", "unsqueeze_dim"}
+
+
+def _fits(v: Abs | None) -> bool:
+    return v is not None and v.mag <= BOUND and _size(v.shape) <= 36
+
+
+# ---------------------------------------------------------------------------------------------
+# The Hypothesis strategy
+
+
+@st.composite
+def leaves(draw) -> tuple[Leaf, Abs]:
+    """A leaf on the 1/4 grid: anywhere in [-2, 2], or positive in [0.5, 2]."""
+    shape = draw(st.sampled_from(LEAF_SHAPES))
+    positive = draw(st.booleans())
+    lo, hi = (2, 8) if positive else (-8, 8)
+    n = _size(shape)
+    ints = draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))
+    leaf = Leaf(shape, tuple(k / 4 for k in ints))
+    return leaf, Abs(shape, lo / 4, hi / 4)
+
+
+@st.composite
+def steps_for(draw, pool: list[Abs]) -> tuple[Step, Abs]:
+    """One applicable step over `pool`; its first operand is preferably the latest value."""
+    first = len(pool) - 1 - draw(st.integers(0, len(pool) - 1))
+    x = pool[first]
+    kind = draw(st.sampled_from(("unary", "structural", "binary")))
+    if kind == "binary":
+        options = [
+            (op, j)
+            for op in BINARY_OPS
+            for j in range(len(pool))
+            if _fits(binary_result(op, x, pool[j]))
+        ]
+        if options:
+            op, j = draw(st.sampled_from(options))
+            return Step(op, (first, j)), binary_result(op, x, pool[j])
+    if kind == "structural":
+        options = []
+        for op in STRUCTURAL_OPS:
+            dims = range(len(x.shape) + (op == "unsqueeze_dim")) if op in _WITH_DIM else [0]
+            options += [(op, d) for d in dims if _fits(structural_result(op, x, d))]
+        if options:
+            op, d = draw(st.sampled_from(options))
+            params = (("dim", d),) if op in _WITH_DIM else ()
+            return Step(op, (first,), params), structural_result(op, x, d)
+    unary = [u for u in UNARY_OPS if u.ok(x) and _fits(Abs(x.shape, *u.bounds(x)))]
+    u = draw(st.sampled_from(unary))  # never empty: neg always fits
+    return Step(u.op, (first,)), Abs(x.shape, *u.bounds(x))
+
+
+@st.composite
+def programs(draw, max_leaves: int = 3, max_steps: int = 5) -> Program:
+    """A program of 1..max_leaves leaves and 1..max_steps steps, shapes and domains fitting."""
+    drawn = [draw(leaves()) for _ in range(draw(st.integers(1, max_leaves)))]
+    pool = [a for _, a in drawn]
+    steps = []
+    for _ in range(draw(st.integers(1, max_steps))):
+        step, result = draw(steps_for(pool))
+        steps.append(step)
+        pool.append(result)
+    return Program(tuple(leaf for leaf, _ in drawn), tuple(steps), pool[-1].shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Source text: the program as a case file
+
+
+def _names(program: Program) -> list[str]:
+    return [f"x{k}" for k in range(len(program.leaves))] + [
+        f"v{k}" for k in range(len(program.steps))
+    ]
+
+
+def _nested(values: Sequence[float], shape: tuple[int, ...]):
+    return np.array(values, dtype=np.float64).reshape(shape).tolist()
+
+
+def _step_exprs(program: Program, dtype: str) -> list[tuple[str, str, str]]:
+    """(variable, engine expression, torch expression) per step."""
+    names = _names(program)
+    rows = []
+    for k, step in enumerate(program.steps):
+        args = dict(zip(("a", "b"), (names[i] for i in step.args), strict=False))
+        engine_expr, torch_expr = render(pair(step.op), dtype, args, dict(step.params))
+        rows.append((f"v{k}", engine_expr, torch_expr))
+    return rows
+
+
+def case_source(program: Program, name: str = "fuzz_found", dtype: str = DTYPE) -> str:
+    """The program as a ready-to-paste `cases/<name>.py` (torch_side, engine_side, CHECKS)."""
+    out = _names(program)[-1]
+    data = [_nested(leaf.values, leaf.shape) for leaf in program.leaves]
+    steps = _step_exprs(program, dtype)
+    grads = ", ".join(f'"grad.x{k}": x{k}.grad' for k in range(len(data)))
+    egrads = ", ".join(f'"grad.x{k}": x{k}.grad(grads)' for k in range(len(data)))
+    ops = ", ".join(s.op for s in program.steps)
+    lines = [
+        f'"""{name}: a {len(program.steps)}-step program ({ops}) found by harness.ops.fuzz,',
+        "on which the engine and PyTorch disagree (the output or a leaf gradient of sum(out)).",
+        '"""',
+        "",
+        "import torch",
+        "",
+        "from harness.case import agree",
+        "from harness.engine import Device, Tensor",
+        "from harness.tolerances import Tolerance",
+        "",
+        "",
+        "def torch_side():",
+    ]
+    lines += [
+        f"    x{k} = torch.tensor({d}, dtype=torch.{dtype}, requires_grad=True)"
+        for k, d in enumerate(data)
+    ]
+    lines += [f"    {v} = {t}" for v, _, t in steps]
+    lines += [
+        f"    {out}.backward(torch.ones_like({out}))",
+        f'    return {{"out": {out}, {grads}}}',
+        "",
+        "",
+        "def engine_side():",
+        "    device = Device.flex().autodiff()",
+    ]
+    lines += [
+        f'    x{k} = Tensor.from_floats({d}, device, dtype="{dtype}").require_grad()'
+        for k, d in enumerate(data)
+    ]
+    lines += [f"    {v} = {e}" for v, e, _ in steps]
+    lines += [
+        f"    grads = {out}.backward()  # burn seeds a non-scalar backward with ones",
+        f'    return {{"out": {out}, {egrads}}}',
+        "",
+        "",
+        'CHECKS = [agree("out"), agree("grad.*")]',
+        "# The fuzzer's tolerance, so that this case fails exactly when the fuzzer did.",
+        "TOLERANCES = {",
+        '    "*": Tolerance(',
+        f"        {FUZZ_TOL.atol!r},",
+        f"        rtol={FUZZ_TOL.rtol!r},",
+        f'        reason="{FUZZ_TOL.reason}",',
+        "    ),",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def run_source(source: str) -> tuple[dict, dict]:
+    """Execute a case text; return (torch values, engine values) as numpy arrays or None."""
+    namespace: dict = {}
+    exec(compile(source, "<fuzz case>", "exec"), namespace)
+    with np.errstate(all="ignore"):
+        return _to_numpy(namespace["torch_side"]()), _to_numpy(namespace["engine_side"]())
+
+
+def _to_numpy(values: dict) -> dict:
+    out = {}
+    for key, v in values.items():
+        if v is None:
+            out[key] = None
+        elif hasattr(v, "detach"):
+            out[key] = v.detach().numpy().copy()
+        else:
+            out[key] = np.array(v.numpy())
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking one program
+
+
+@dataclass
+class Verdict:
+    """The comparison of one program: rows by key, failures, and float64 opinions."""
+
+    program: Program
+    rows: dict[str, TensorDiff | str] = field(default_factory=dict)
+    opinions: dict[str, Opinion] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> list[str]:
+        return [k for k, r in self.rows.items() if isinstance(r, str) or not r.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def check_program(program: Program, *, opinions: bool = True) -> Verdict:
+    """Run the program's case text on both sides and compare every value."""
+    verdict = Verdict(program)
+    t, e = run_source(case_source(program))
+    for key in t:
+        a, b = t[key], e.get(key)
+        if a is not None and b is not None:
+            verdict.rows[key] = diff_arrays(a, b, FUZZ_TOL, key=key)
+        elif a is not None or b is not None:  # an unused leaf has no gradient on either side
+            verdict.rows[key] = _missing(a, b)
+    if opinions and not verdict.ok:
+        _add_opinions(verdict, t, e)
+    return verdict
+
+
+def _missing(a, b) -> str:
+    return f"gradient missing on the {'torch' if a is None else 'engine'} side"
+
+
+def _add_opinions(verdict: Verdict, t: dict, e: dict) -> None:
+    """Recompute the torch side in float64 and judge each failing tensor."""
+    ref, _ = run_source(case_source(verdict.program, dtype="float64"))
+    for key in verdict.failures:
+        row = verdict.rows[key]
+        if isinstance(row, TensorDiff) and row.status == "fail" and ref.get(key) is not None:
+            verdict.opinions[key] = third_opinion(
+                t[key], e[key], ref[key], FUZZ_TOL, row.worst_index
+            )
+
+
+def render_verdict(verdict: Verdict) -> str:
+    """Failing rows with the worst element and the float64 opinion."""
+    lines = []
+    for key in verdict.failures:
+        row = verdict.rows[key]
+        if isinstance(row, str):
+            lines.append(f"FAIL {key}: {row}")
+            continue
+        lines.append(f"FAIL {key}: {row_summary(row)}")
+        if key in verdict.opinions:
+            lines.append(f"     {render_opinion(verdict.opinions[key])}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Searching
+
+
+@dataclass
+class FuzzRun:
+    """The outcome of a search: examples tried and the shrunk failure, if any."""
+
+    examples: int
+    failure: Verdict | None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def fuzz(
+    max_examples: int = CI_EXAMPLES, *, seed: int | None = None, max_steps: int = 5
+) -> FuzzRun:
+    """Search for a disagreeing program; shrink the first one found.
+
+    Deterministic: without `seed` Hypothesis derandomizes (a fixed seed derived from the test),
+    and no example database is read or written. The last failing program Hypothesis runs is
+    its shrunk minimal example (it replays it once more after shrinking).
+    """
+    count = 0
+    failures: list[Verdict] = []
+
+    @settings(
+        max_examples=max_examples,
+        derandomize=seed is None,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(programs(max_steps=max_steps))
+    def prop(program: Program) -> None:
+        nonlocal count
+        count += 1
+        verdict = check_program(program, opinions=False)
+        if not verdict.ok:
+            failures.append(verdict)
+            raise AssertionError(render_verdict(verdict))
+
+    if seed is not None:
+        prop = hypothesis_seed(seed)(prop)
+    try:
+        prop()
+    except AssertionError:
+        shrunk = failures[-1].program
+        return FuzzRun(count, check_program(shrunk))
+    return FuzzRun(count, None)
+
+
+def render_run(run: FuzzRun, name: str = "fuzz_found") -> str:
+    """The report of a search: a one-line summary, and on failure the case text to paste."""
+    if run.ok:
+        return f"fuzz: {run.examples} programs, torch and engine agree (tol {FUZZ_TOL.describe()})"
+    failure = run.failure
+    return "\n".join(
+        [
+            f"fuzz: FAIL after {run.examples} programs; shrunk to {len(failure.program)} step(s)",
+            render_verdict(failure),
+            f"\n# ---- cases/{name}.py " + "-" * 40,
+            case_source(failure.program, name).rstrip("\n"),
+        ]
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m harness.ops.fuzz [--examples N] [--seed S]`: exit 1 on a disagreement."""
+    parser = argparse.ArgumentParser(prog="python -m harness.ops.fuzz", description=__doc__)
+    parser.add_argument("--examples", type=_positive_int, default=CI_EXAMPLES)
+    parser.add_argument("--seed", type=int, help="random seed (default: derandomized)")
+    parser.add_argument("--max-steps", type=_positive_int, default=5)
+    parser.add_argument(
+        "--inject-flip", type=rule_name, metavar="OP", help="demo: flip OP's backward rule"
+    )
+    parser.add_argument("--name", default="fuzz_found", help="case name for a failure")
+    args = parser.parse_args(argv)
+
+    with flipped_rule(args.inject_flip) if args.inject_flip else contextlib.nullcontext():
+        run = fuzz(args.examples, seed=args.seed, max_steps=args.max_steps)
+    print(render_run(run, args.name))
+    return 0 if run.ok else 1
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

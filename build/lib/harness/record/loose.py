@@ -1,0 +1,83 @@
+"""Loose JSON (no ``"format"`` key), as other programs write it: nested objects flattened with
+dots, numbers and rectangular numeric lists as arrays of the default dtype, typed records
+recognised at any depth. A mixin of the reader in ``harness.record.read``, which supplies
+``typed``, ``array``, ``record``, ``fail``, ``default_dtype`` and ``max_elements``."""
+
+from __future__ import annotations
+
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from harness.record.values import ERROR_KEYS, SIDECAR_KEYS, SPECIALS, TENSOR_KEYS, SideRecord
+
+
+class LooseReading:
+    """The loose-JSON half of a reader."""
+
+    def loose(self, doc: dict) -> SideRecord:
+        values: dict[str, Any] = {}
+        self.flatten(values, "", doc)
+        return self.record(None, None, {}, values, None)
+
+    def flatten(self, out: dict, prefix: str, obj: dict) -> None:
+        for name, value in obj.items():
+            key = prefix + name
+            if type(value) is dict and not _is_record(value):
+                self.flatten(out, key + ".", value)
+            elif key in out:
+                raise self.fail(key, "two entries flatten to the same dotted key")
+            else:
+                out[key] = self.loose_value(key, value)
+
+    def loose_value(self, key: str, value: Any) -> Any:
+        if type(value) is dict:
+            return self.typed(key, value)
+        if type(value) is list:
+            return self.loose_list(key, value)
+        if isinstance(value, bool) or value is None or type(value) is str:
+            return value
+        return self.array(key, [value], self.default_dtype, strict=False).reshape(())
+
+    def loose_list(self, key: str, items: list) -> Any:
+        shape, leaves = self.nested_shape(key, items)
+        if len(leaves) > self.max_elements:
+            limit = f"{self.max_elements} (max_elements)"
+            raise self.fail(key, f"list has {len(leaves)} numbers, more than the limit {limit}")
+        kinds = set(map(type, leaves))
+        if dict in kinds:
+            raise self.fail(key, "lists of objects are not supported in loose JSON")
+        if kinds == {str} and not set(leaves) <= SPECIALS.keys():
+            return items  # labels, compared exactly
+        if kinds == {bool}:
+            return np.array(leaves, dtype=bool).reshape(shape)
+        if bool in kinds:
+            raise self.fail(key, "list mixes bools with other values")
+        return self.array(key, leaves, self.default_dtype, strict=False).reshape(shape)
+
+    def nested_shape(self, key: str, items: list) -> tuple[list[int], list]:
+        """Shape of a rectangular nested list and its leaves in C order; ragged -> error."""
+        shape: list[int] = []
+        level = [items]
+        while True:
+            lengths = {len(x) for x in level}
+            if len(lengths) > 1:
+                problem = f"lengths {sorted(lengths)[:4]} at depth {len(shape)}"
+                raise self.fail(key, f"ragged nested list: {problem}")
+            shape.append(lengths.pop())
+            children = list(chain.from_iterable(level))
+            kinds = set(map(type, children))
+            if list not in kinds:
+                return shape, children
+            if kinds != {list}:
+                raise self.fail(key, f"ragged nested list: lists and scalars at depth {len(shape)}")
+            level = children
+
+
+def _is_record(obj: dict) -> bool:
+    """A typed record inside loose JSON (tensor, sidecar, or error with string fields)."""
+    found = frozenset(obj)
+    if found == ERROR_KEYS:
+        return type(obj["error"]) is str and type(obj["message"]) is str
+    return found in (TENSOR_KEYS, SIDECAR_KEYS)

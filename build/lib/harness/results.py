@@ -1,0 +1,220 @@
+"""The results of a case run as typed data: what every renderer, the CLI and pytest read.
+
+A ``CaseReport`` is built once per case by the runner, from the case's run, its evaluated
+checks and its golden comparisons. It holds no functions and no live values (only ``Diff``
+data, strings and plain dicts), so it pickles: ``compare.py --jobs N`` sends it from the worker
+processes back to the parent. Renderers (``harness.report``) only read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from harness.diff import Diff
+from harness.mismatches import Element, RowDetail
+
+
+class CheckKind(StrEnum):
+    """The kinds of check a case declares: ``harness.case.agree`` / ``differ`` / ``expect``."""
+
+    AGREE = "agree"  # the two sides agree within tolerance
+    DIFFER = "differ"  # a documented divergence: the sides differ and a relation holds
+    EXPECT = "expect"  # a one-sided fact fixed by the spec
+
+
+class GoldenStatus(StrEnum):
+    """What comparing (or rewriting) one side's golden found."""
+
+    # Checking a golden (harness.golden.check_golden)
+    IDENTICAL = "identical"  # same bytes as the committed golden
+    EQUAL_VALUES = "equal_values"  # text differs, values bit-identical
+    WITHIN_TOL = "within_tol"  # values within tolerance, environment fingerprint differs
+    MISSING = "missing"  # no golden yet: written, and the run fails until it is reviewed
+    MISMATCH = "mismatch"  # beyond tolerance, or not bit-identical in the same environment
+    UNREADABLE = "unreadable"  # the committed golden does not decode
+    # Rewriting a golden (harness.golden.update_golden, --update-golden)
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    # Decided by the runner before any golden is read
+    REFUSED = "refused"  # --update-golden without --force while an agree check fails
+    NOT_RUN = "not_run"  # a side raised: there is no output to compare
+    NONDETERMINISTIC = "nondeterministic"  # two runs of one side in one process differ
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """One evaluated check.
+
+    ``diff`` is the comparison table (None for ``expect`` checks and checks that compared
+    nothing); ``documented_by`` the first docstring line a ``differ`` check's ``because`` names.
+    ``because`` and ``samples`` (``(key, left value, right value)`` one-line summaries per
+    matched key) are set for differ checks only; ``relation`` is the relation's text of a differ
+    or expect check. ``details`` holds the elements behind the rows of ``diff``
+    (``harness.mismatches``): for every row of an agree check (the summary's headline reads
+    them), for the rows of a failing check of another kind.
+    """
+
+    label: str
+    kind: CheckKind
+    ok: bool
+    message: str
+    diff: Diff | None = None
+    documented_by: str = ""
+    pattern: str | None = None
+    because: str | None = None
+    relation: str | None = None
+    samples: tuple[tuple[str, str, str], ...] | None = None
+    details: tuple[RowDetail, ...] = ()
+
+
+@dataclass(frozen=True)
+class GoldenReport:
+    """One side's golden: compared with this run's output, or rewritten from it.
+
+    ``env`` is the committed golden's environment when one was compared (the HTML report's
+    "committed goldens" column); None when there was none (missing, created), it was just
+    overwritten (updated), or nothing was compared. ``details``: the elements behind the
+    failing rows of ``diff``.
+    """
+
+    case: str
+    side: str
+    status: GoldenStatus
+    ok: bool
+    message: str
+    diff: Diff | None = None
+    path: Path | None = None
+    env: dict | None = None
+    details: tuple[RowDetail, ...] = ()
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame of a traceback: file, line number, function and the source line."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+@dataclass(frozen=True)
+class SideError:
+    """The exception a case side raised, with the last frames of the case code.
+
+    ``frames`` run from the case file's outermost frame to where the exception was raised
+    (the harness's own frames dropped); ``omitted`` counts frames left out in the middle of a
+    deep stack; ``rerun`` is True when only the second run of the side raised.
+    """
+
+    side: str
+    type: str
+    message: str
+    frames: tuple[Frame, ...]
+    omitted: int = 0
+    rerun: bool = False
+
+
+@dataclass(frozen=True)
+class CaseReport:
+    """Everything one case run found: its checks, its goldens (by side), determinism.
+
+    ``error`` is the exception a side raised, in one line (every check then fails with it),
+    and ``raised`` the same exception with its traceback; ``nondeterministic`` the sides whose
+    two runs differed; ``env`` the environment block each side's output was written with;
+    ``seconds`` the wall time of the run (None when not timed).
+    """
+
+    case: str
+    doc: str
+    checks: tuple[CheckReport, ...]
+    goldens: dict[str, GoldenReport]
+    error: str | None = None
+    nondeterministic: tuple[str, ...] = ()
+    env: dict[str, dict] = field(default_factory=dict)
+    seconds: float | None = None
+    raised: SideError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (
+            all(c.ok for c in self.checks)
+            and all(g.ok for g in self.goldens.values())
+            and not self.nondeterministic
+        )
+
+    def check(self, label: str) -> CheckReport:
+        """The check with this label (labels are unique within a case)."""
+        for check in self.checks:
+            if check.label == label:
+                return check
+        raise KeyError(label)
+
+    def agree_ulps(self) -> list[tuple[int, str]]:
+        """``(max_ulp, "case::key")`` of every row of the agree checks that has one."""
+        return [
+            (row.max_ulp, f"{self.case}::{row.key}")
+            for c in self.checks
+            if c.kind == CheckKind.AGREE and c.diff is not None
+            for row in c.diff.rows
+            if row.max_ulp is not None
+        ]
+
+
+@dataclass(frozen=True)
+class Spot:
+    """One element named by the summary: its case, check, row key and the element itself."""
+
+    case: str
+    check: str
+    key: str
+    dtype: str
+    element: Element
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The worst of the agree checks, decided by the tolerance, not by values near zero.
+
+    ``worst_ratio``: the element whose ``|a - b|`` is the largest fraction of its tolerance
+    (1.0 = at the limit). ``worst_ulp``: the largest ULP distance among the elements away from
+    zero; ``ulp_left_out`` counts the elements left out of it (both magnitudes within atol of
+    zero or below the smallest normal number) of the ``elements`` float elements compared.
+    """
+
+    worst_ratio: Spot | None
+    worst_ulp: Spot | None
+    ulp_left_out: int
+    elements: int
+
+
+def headline(reports: Sequence[CaseReport]) -> Headline:
+    """The headline over the agree checks of these reports (first of equals wins: stable)."""
+    worst_ratio = worst_ulp = None
+    left_out = elements = 0
+    for report in reports:
+        for check in report.checks:
+            if check.kind != CheckKind.AGREE:
+                continue
+            for detail in check.details:
+                left_out += detail.ulp_left_out
+                if detail.dtype.startswith("float"):
+                    elements += _row_size(check, detail.key)
+                ratio, ulp = detail.worst_ratio, detail.worst_ulp
+                if ratio is not None and (
+                    worst_ratio is None or ratio.ratio > worst_ratio.element.ratio
+                ):
+                    worst_ratio = Spot(report.case, check.label, detail.key, detail.dtype, ratio)
+                if ulp is not None and (worst_ulp is None or ulp.ulp > worst_ulp.element.ulp):
+                    worst_ulp = Spot(report.case, check.label, detail.key, detail.dtype, ulp)
+    return Headline(worst_ratio, worst_ulp, left_out, elements)
+
+
+def _row_size(check: CheckReport, key: str) -> int:
+    if check.diff is None:
+        return 0
+    return next((row.n for row in check.diff.rows if row.key == key), 0)

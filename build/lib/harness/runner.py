@@ -1,0 +1,312 @@
+"""Running one case: both sides under pinned threads and seeds, ``out/`` written, reruns
+compared, checks evaluated, goldens compared; the result is a ``CaseReport``.
+
+The runner returns results and never prints. ``report_for`` caches one report per case and
+process, so the pytest items of one case (one per check, one golden per side) run the
+experiment once; ``harness.session`` runs many cases (shards, worker processes, progress).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+import traceback
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness import environment, golden, record, sidecar
+from harness.case import GOLDEN_DIR, OUT_DIR, SIDES, Case
+from harness.checks import evaluate
+from harness.diff import Diff, diff_values
+from harness.mismatches import LIMIT
+from harness.results import (
+    CaseReport,
+    CheckKind,
+    CheckReport,
+    Frame,
+    GoldenReport,
+    GoldenStatus,
+    SideError,
+)
+from harness.tolerances import Tolerance
+
+SEED = 0
+THREADS = 1  # BLAS and torch threads while a side runs: outputs independent of the machine
+MAX_FRAMES = 8  # frames of a side's traceback kept: the case's first two, then the last ones
+
+# ---------------------------------------------------------------------------------------------
+# Running both sides
+
+
+@contextlib.contextmanager
+def pinned(side: str, threads: int = THREADS) -> Iterator[None]:
+    """``threads`` threads for BLAS and torch (one by default), and fixed seeds, so outputs do
+    not depend on the machine."""
+    from threadpoolctl import threadpool_limits
+
+    random.seed(SEED)
+    np.random.seed(SEED)
+    if side == "torch":
+        import torch
+
+        torch.manual_seed(SEED)
+        previous = torch.get_num_threads()
+        torch.set_num_threads(threads)
+    else:
+        from harness import engine
+
+        engine.seed(SEED)
+    try:
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        if side == "torch":
+            torch.set_num_threads(previous)
+
+
+def run_side(case: Case, side: str, threads: int = THREADS) -> dict[str, Any]:
+    """Run one side under pinned threads and seeds; return its normalized values."""
+    with pinned(side, threads):
+        return record.normalize(case.side_fn(side)())
+
+
+def side_error(case: Case, side: str, exc: BaseException, *, rerun: bool = False) -> SideError:
+    """The exception a side raised as data: type, message, and the frames of the case code.
+
+    The harness's own frames (this module's, above the side function) are dropped; a deep
+    stack keeps the case's first two frames and the last ones, where the error was raised.
+    """
+    frames = traceback.extract_tb(exc.__traceback__)
+    start = next(
+        (i for i, f in enumerate(frames) if Path(f.filename) == Path(case.path)),
+        next((i for i, f in enumerate(frames) if Path(f.filename) != Path(__file__)), 0),
+    )
+    kept = [
+        Frame(f.filename, f.lineno or 0, f.name, (f.line or "").strip()) for f in frames[start:]
+    ]
+    omitted = max(0, len(kept) - MAX_FRAMES)
+    if omitted:
+        kept = kept[:2] + kept[len(kept) - (MAX_FRAMES - 2) :]
+    message = str(exc)
+    return SideError(side, type(exc).__name__, message, tuple(kept), omitted, rerun)
+
+
+def side_text(
+    case_name: str,
+    side: str,
+    values: Mapping[str, Any],
+    env: Mapping[str, Any],
+    sidecar_threshold: int = record.SIDECAR_THRESHOLD,
+) -> str:
+    """The JSON text ``record.write_side`` writes to ``<side>.json`` for normalized values.
+
+    Sidecar references (sha256, summary, content-addressed name) are computed in memory, so
+    two runs can be compared by text without writing the second one: equal texts mean equal
+    data, because the sha256 of every sidecar is part of the text.
+    """
+    refs = {
+        key: sidecar.sidecar_reference(side, key, value)
+        for key, value in values.items()
+        if isinstance(value, np.ndarray) and value.size > sidecar_threshold
+    }
+    return record.dumps_side(case_name, side, values, env, sidecars=refs)
+
+
+@dataclass
+class CaseRun:
+    """Both sides' canonical texts and decoded values, plus determinism findings.
+
+    ``texts[side]`` is the JSON text of ``out/<case>/<side>.json`` (sidecar references, not
+    data, for large tensors); ``env`` is the environment block both sides were written with.
+    """
+
+    case: Case
+    texts: dict[str, str]
+    values: dict[str, dict[str, Any]]
+    nondeterministic: dict[str, Diff]
+    error: str | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+    raised: SideError | None = None
+
+
+def run_case(
+    case: Case,
+    out_dir: Path = OUT_DIR,
+    *,
+    repeat: bool = True,
+    sidecar_threshold: int = record.SIDECAR_THRESHOLD,
+    threads: int = THREADS,
+) -> CaseRun:
+    """Run both sides (twice, to tell non-determinism from non-conformance), write ``out/``.
+
+    Each side is written with ``record.write_side`` (atomic; tensors above the threshold go
+    to ``.npy`` sidecars) before the second run, so a side that mutates shared state cannot
+    change what the first run recorded. Values are compared as decoded from the written
+    files, so a check sees exactly what the golden stores.
+    """
+    with pinned("torch", threads):  # thread counts as the sides run with them
+        env = environment.probe()
+    run = CaseRun(case, {}, {}, {}, env=env)
+    folder = out_dir / case.name
+    for side in SIDES:
+        try:
+            first = run_side(case, side, threads)
+        except Exception as exc:  # a case error is a finding to report, not a crash
+            run.error = f"{side}_side raised {exc!r}"
+            run.raised = side_error(case, side, exc)
+            return run
+        _write_out(run, side, first, folder, sidecar_threshold)
+        try:
+            again = run_side(case, side, threads) if repeat else None
+        except Exception as exc:
+            run.error = f"{side}_side raised {exc!r} on its second run"
+            run.raised = side_error(case, side, exc, rerun=True)
+            return run
+        _compare_runs(run, side, again, folder, sidecar_threshold)
+    return run
+
+
+def _write_out(run: CaseRun, side: str, values: Mapping, folder: Path, threshold: int) -> None:
+    """Write ``<side>.json`` (and sidecars); keep its text and the values decoded from it."""
+    path = folder / f"{side}.json"
+    text = record.write_side(
+        path, run.case.name, side, values, run.env, sidecar_threshold=threshold
+    )
+    run.texts[side] = text
+    # Decoded from the text just written, so checks see what a golden stores. Sidecars are
+    # loaded (and so re-hashed: read_side only skips the hash by not loading them at all);
+    # that costs only for tensors above the sidecar threshold.
+    run.values[side] = record.read_side(path, data=text.encode("ascii")).values
+
+
+def _compare_runs(
+    run: CaseRun, side: str, again: Mapping | None, folder: Path, threshold: int
+) -> None:
+    """Record a self-disagreement, keeping the second run as ``<side>.rerun.json`` for review."""
+    rerun = folder / f"{side}.rerun.json"
+    text = None if again is None else side_text(run.case.name, side, again, run.env, threshold)
+    if text is None or text == run.texts[side]:
+        golden.remove_side_file(rerun)  # left by an earlier non-deterministic run
+        return
+    record.write_side(rerun, run.case.name, side, again, run.env, sidecar_threshold=threshold)
+    run.nondeterministic[side] = diff_values(
+        run.values[side],
+        record.read_side(rerun).values,
+        tol_for=lambda key, dtype: Tolerance.exact(),
+        title=f"{run.case.name}: {side} run 1 vs run 2",
+        labels=("run1", "run2"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging a run: checks and goldens
+
+
+def check_case(
+    case: Case,
+    *,
+    update: bool = False,
+    force: bool = False,
+    golden_dir: Path = GOLDEN_DIR,
+    out_dir: Path = OUT_DIR,
+    threads: int = THREADS,
+    limit: int | None = LIMIT,
+) -> CaseReport:
+    """Run the case, evaluate its checks, compare (or, with ``update``, rewrite) its goldens.
+
+    ``force`` blesses goldens even while an agree check fails; without it, ``update``
+    refuses such a case. ``threads``: BLAS and torch threads while a side runs; ``limit``:
+    mismatched elements kept per failing row (None: all of them).
+    """
+    started = time.perf_counter()
+    run = run_case(case, out_dir, threads=threads)
+    checks = evaluate(run, limit=limit)
+    agrees_hold = all(c.ok for c in checks if c.kind == CheckKind.AGREE)
+    judge = _Judge(update, force, agrees_hold, golden_dir, limit)
+    goldens = {side: judge.golden(run, side) for side in SIDES}
+    return _case_report(run, checks, goldens, time.perf_counter() - started)
+
+
+@dataclass(frozen=True)
+class _Judge:
+    """How a run's goldens are judged: checked or rewritten, where, with how much detail."""
+
+    update: bool
+    force: bool
+    agrees_hold: bool
+    golden_dir: Path
+    limit: int | None
+
+    def golden(self, run: CaseRun, side: str) -> GoldenReport:
+        name = run.case.name
+        if run.error:
+            return GoldenReport(name, side, GoldenStatus.NOT_RUN, False, run.error)
+        if side in run.nondeterministic:
+            message = (
+                f"{side} side is non-deterministic: two runs in one process differ"
+                " (not a conformance failure)"
+            )
+            status = GoldenStatus.NONDETERMINISTIC
+            return GoldenReport(name, side, status, False, message, run.nondeterministic[side])
+        text, values = run.texts[side], run.values[side]
+        if not self.update:
+            return golden.check_golden(
+                run.case, side, text, values, self.golden_dir, limit=self.limit
+            )
+        if not self.agrees_hold and not self.force:
+            message = f"refusing to bless {name}: its agree checks fail (fix them, or pass --force)"
+            return GoldenReport(name, side, GoldenStatus.REFUSED, False, message)
+        return golden.update_golden(run.case, side, text, values, self.golden_dir)
+
+
+def _case_report(
+    run: CaseRun, checks: list[CheckReport], goldens: dict[str, GoldenReport], seconds: float
+) -> CaseReport:
+    return CaseReport(
+        case=run.case.name,
+        doc=run.case.doc,
+        checks=tuple(checks),
+        goldens=goldens,
+        error=run.error,
+        nondeterministic=tuple(sorted(run.nondeterministic)),
+        env={side: dict(run.env) for side in run.texts},  # the sides written before any error
+        seconds=seconds,
+        raised=run.raised,
+    )
+
+
+_REPORTS: dict[tuple, CaseReport] = {}
+
+
+def report_for(
+    case: Case,
+    *,
+    update: bool = False,
+    force: bool = False,
+    golden_dir: Path = GOLDEN_DIR,
+    out_dir: Path = OUT_DIR,
+    threads: int = THREADS,
+    limit: int | None = LIMIT,
+    cache: dict | None = None,
+) -> CaseReport:
+    """``check_case``, once per case, options and folders in this process (or in ``cache``:
+    the pytest plugin keeps one per session, so a second session in one process reruns)."""
+    reports = _REPORTS if cache is None else cache
+    options = (update, force, golden_dir, out_dir, threads, limit)
+    key = (str(case.path), tuple(case.tolerances.items()), *options)
+    if key not in reports:
+        reports[key] = check_case(
+            case,
+            update=update,
+            force=force,
+            golden_dir=golden_dir,
+            out_dir=out_dir,
+            threads=threads,
+            limit=limit,
+        )
+    return reports[key]

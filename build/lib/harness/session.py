@@ -1,0 +1,212 @@
+"""Running many cases in one invocation: which cases (names, shards), in how many worker
+processes, with a progress line per finished case; the results come back in case order.
+
+Like the runner it returns results and never prints on its own: ``Progress`` writes to the
+stream its caller gives it (``compare.py`` passes stderr).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import golden
+from harness.case import (
+    CASES_DIR,
+    GOLDEN_DIR,
+    OUT_DIR,
+    Case,
+    CaseDefinitionError,
+    case_paths,
+    discover,
+)
+from harness.mismatches import LIMIT
+from harness.project import with_tolerances
+from harness.results import CaseReport
+from harness.runner import THREADS, check_case
+from harness.tolerances import Tolerance
+
+
+@dataclass(frozen=True)
+class Dirs:
+    """Where a run reads cases and writes ``out/`` and goldens (tests use temp folders)."""
+
+    cases: Path = CASES_DIR
+    golden: Path = GOLDEN_DIR
+    out: Path = OUT_DIR
+
+    @classmethod
+    def from_args(cls, args: Any, base: Dirs | None = None) -> Dirs:
+        """The folders the options name, the others from ``base`` (default: the defaults)."""
+        given = {
+            "cases": getattr(args, "cases_dir", None),
+            "golden": getattr(args, "golden_dir", None),
+            "out": getattr(args, "out", None),
+        }
+        named = {name: Path(value) for name, value in given.items() if value}
+        return dataclasses.replace(base or cls(), **named)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How each case runs, beyond its folders (passed to the worker processes as is).
+
+    ``threads``: BLAS and torch threads while a side runs; ``tolerances``: the project's
+    overrides, after each case's own; ``limit``: mismatched elements kept per failing row.
+    """
+
+    update: bool = False
+    force: bool = False
+    threads: int = THREADS
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    limit: int | None = LIMIT
+
+
+def select_cases(names: Sequence[str], dirs: Dirs, shard: str | None = None) -> list[Case]:
+    """The named cases (all when none), then the shard's slice; CaseDefinitionError if bad."""
+    return select_shard(discover(list(names), dirs.cases), shard)
+
+
+def select_shard(cases: Sequence[Any], shard: str | None) -> list[Any]:
+    """``K/N``: the K-th of N interleaved slices (1-based) of the cases in name order.
+
+    Interleaving spreads neighbouring (often similarly slow) cases over the shards; the slice
+    depends only on the sorted case names, so every machine of a CI matrix agrees on it.
+    """
+    if shard is None:
+        return list(cases)
+    k, n = parse_shard(shard)
+    return [c for i, c in enumerate(cases) if i % n == k - 1]
+
+
+def parse_shard(shard: str) -> tuple[int, int]:
+    parts = shard.split("/")
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        raise CaseDefinitionError(
+            f"--shard {shard!r}: expected K/N with whole numbers, for example 1/4"
+        )
+    k, n = int(parts[0]), int(parts[1])
+    if not 1 <= k <= n:
+        raise CaseDefinitionError(f"--shard {shard!r}: K must be between 1 and N (1 <= K <= N)")
+    return k, n
+
+
+def stale_goldens(dirs: Dirs = Dirs()) -> list[Path]:
+    """Golden folders whose case file no longer exists."""
+    return golden.stale_goldens(dirs.golden, {p.stem for p in case_paths(dirs.cases)})
+
+
+def run_cases(
+    cases: Sequence[Case],
+    *,
+    update: bool = False,
+    force: bool = False,
+    jobs: int = 1,
+    dirs: Dirs = Dirs(),
+    on_done: Callable[[CaseReport], None] | None = None,
+    threads: int = THREADS,
+    tolerances: Mapping[str, Tolerance] | None = None,
+    limit: int | None = LIMIT,
+) -> list[CaseReport]:
+    """Run the cases, in ``jobs`` worker processes when there is more than one.
+
+    ``on_done`` is called with each report as its case finishes (finish order). Workers never
+    share a file: each case writes only ``out/<case>/`` and ``golden/<case>/``, every write is
+    atomic (unique temporary file, then rename), and the reports come back in case order
+    whatever order the workers finish in. ``threads``, ``tolerances`` and ``limit``: see
+    ``Settings``.
+    """
+    settings = Settings(update, force, threads, dict(tolerances or {}), limit)
+    done = on_done or (lambda report: None)
+    if jobs <= 1 or len(cases) <= 1:
+        reports = []
+        for case in cases:  # already loaded: no second import of the case file
+            reports.append(_check(case, settings, dirs))
+            done(reports[-1])
+        return reports
+    names = [c.name for c in cases]
+    by_name: dict[str, CaseReport] = {}
+    workers = min(jobs, len(names), os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:
+        futures = {pool.submit(check_by_name, n, settings, dirs): n for n in names}
+        for future in as_completed(futures):
+            by_name[futures[future]] = report = future.result()
+            done(report)
+    return [by_name[n] for n in names]
+
+
+def check_by_name(name: str, settings: Settings = Settings(), dirs: Dirs = Dirs()) -> CaseReport:
+    """Worker entry: load one case by name (a Case holds functions: it is not picklable)."""
+    (case,) = discover([name], dirs.cases)
+    return _check(case, settings, dirs)
+
+
+def _check(case: Case, settings: Settings, dirs: Dirs) -> CaseReport:
+    return check_case(
+        with_tolerances(case, settings.tolerances),
+        update=settings.update,
+        force=settings.force,
+        golden_dir=dirs.golden,
+        out_dir=dirs.out,
+        threads=settings.threads,
+        limit=settings.limit,
+    )
+
+
+def _worker_context() -> multiprocessing.context.BaseContext:
+    """Workers forked from a clean server process, never from this one.
+
+    Forking a process whose torch / OpenMP thread pools are running can deadlock the child
+    (pytest, or a caller that ran cases first, may have started them). The fork server
+    imports torch once, before any pool exists, so each worker still starts in milliseconds.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["harness.session", "torch"])
+    return context
+
+
+class Progress:
+    """One line per finished case on ``stream``: running count, case verdict, elapsed time.
+
+    On an interactive terminal the line is redrawn in place (with a bar), so the progress
+    does not push the report off the screen; in logs and pipes every line stays.
+    """
+
+    def __init__(self, total: int, stream: Any = None) -> None:
+        self.total, self.done = total, 0
+        self.stream = stream if stream is not None else sys.stderr
+        self._clock = time.perf_counter
+        self.started = self._clock()
+
+    def advance(self, report: CaseReport) -> None:
+        self.done += 1
+        elapsed = self._clock() - self.started
+        verdict = "ok" if report.ok else "FAIL"
+        took = f" {report.seconds:.2f}s" if report.seconds is not None else ""
+        width = len(str(self.total))
+        line = (
+            f"[{self.done:{width}d}/{self.total}] {report.case} {verdict}"
+            f"{took} (elapsed {elapsed:.1f}s)"
+        )
+        if self._interactive():
+            end = "\n" if self.done >= self.total else ""
+            self.stream.write(f"\r\x1b[K{self._bar()}{line}{end}")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def _interactive(self) -> bool:
+        return bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def _bar(self, width: int = 20) -> str:
+        """``#####........... ``, drawn on an interactive terminal only."""
+        filled = width * self.done // max(self.total, 1)
+        return "#" * filled + "." * (width - filled) + " "

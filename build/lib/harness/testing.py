@@ -1,0 +1,175 @@
+"""Conformance checks for your own tests: ``assert_conforms`` (like ``torch.testing.
+assert_close``, but every failing key in one error, with ULPs and the mismatched elements),
+and the golden check behind the pytest fixture ``conformance``.
+
+    from harness.testing import assert_conforms
+
+    assert_conforms({"loss": loss, "grads": grads}, {"loss": ref_loss, "grads": ref_grads})
+
+Values are what a case side returns (torch tensors, engine tensors, NumPy arrays, numbers,
+bools, strings, nested mappings), normalized by ``harness.record.normalize`` and compared by
+``harness.diff.diff_values`` with the per-dtype default tolerances
+(``harness.tolerances.DEFAULTS``) unless ``atol`` / ``rtol`` / ``ulps`` are given; the message
+is the table ``conformance A.json B.json`` prints, under a first line that names the key, the
+element, both values and the distance. Nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import environment, golden, record
+from harness.diff import Diff, diff_values
+from harness.mismatches import LIMIT, RowDetail, inspect_row
+from harness.report.elements import failure_headline
+from harness.report.text import render_golden, render_text
+from harness.results import GoldenReport, GoldenStatus
+from harness.tolerances import Tolerance, default_tolerance, resolve
+
+SINGLE_KEY = "value"  # the key of a single value (not a mapping) in reports
+
+
+def assert_conforms(
+    actual: Any,
+    expected: Any,
+    *,
+    atol: float | None = None,
+    rtol: float | None = None,
+    ulps: int | None = None,
+    keys: str | Sequence[str] | None = None,
+    labels: tuple[str, str] = ("actual", "expected"),
+    msg: str | None = None,
+    limit: int | None = LIMIT,
+) -> Diff:
+    """Assert that ``actual`` conforms to ``expected``; return the comparison when it does.
+
+    Both are mappings of names to values (nested mappings flatten to dotted keys) or single
+    values. Every key is compared (only those matching the glob(s) ``keys``, when given);
+    ``atol`` / ``rtol`` / ``ulps``, when any is given, replace the per-dtype defaults for
+    every key (an element agrees when ``|a - b| <= atol + rtol * |b|`` or within ``ulps``;
+    ``b`` is ``expected``). Raises one ``AssertionError`` listing every failing key, its
+    first line naming the worst element (prefixed by ``msg``); ``limit`` mismatched elements
+    are listed per failing key (None: all). ValueError when ``keys`` matches nothing.
+    """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function
+    left, right = _normalized(actual, "actual"), _normalized(expected, "expected")
+    tol = explicit_tolerance(atol, rtol, ulps, "assert_conforms")
+    diff = diff_values(
+        left,
+        right,
+        tol_for=(lambda key, dtype: tol) if tol else (lambda key, dtype: default_tolerance(dtype)),
+        keys=keys,
+        labels=labels,
+        tol=tol,
+    )
+    if keys is not None and not diff.rows:
+        raise ValueError(f"keys {keys!r} match no key of {labels[0]} or {labels[1]}")
+    if diff.ok:
+        return diff
+    details = details_of(diff, left, right, limit)
+    first = failure_headline(diff, details)
+    message = f"{msg}: {first}" if msg else first
+    raise AssertionError(f"{message}\n{render_text(diff, details=details)}")
+
+
+def explicit_tolerance(
+    atol: float | None, rtol: float | None, ulps: int | None, reason: str
+) -> Tolerance | None:
+    """The tolerance the arguments give (unset parts 0 / None), or None when none is given."""
+    if atol is None and rtol is None and ulps is None:
+        return None
+    return Tolerance(atol or 0.0, rtol or 0.0, ulps, reason=reason)
+
+
+def details_of(diff: Diff, left: Mapping, right: Mapping, limit: int | None) -> tuple:
+    """The elements behind the failing rows of ``diff`` (``harness.mismatches``)."""
+    found: list[RowDetail | None] = [
+        inspect_row(left.get(r.key), right.get(r.key), r, limit) for r in diff.failures
+    ]
+    return tuple(d for d in found if d is not None)
+
+
+def _normalized(values: Any, which: str) -> dict[str, Any]:
+    """Values as ``harness.record`` stores them; a single value under ``SINGLE_KEY``."""
+    mapping = values if isinstance(values, Mapping) else {SINGLE_KEY: values}
+    try:
+        return record.normalize(mapping)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{which}: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Goldens of test values (the pytest fixture ``conformance``)
+
+
+@dataclass(frozen=True)
+class GoldenTarget:
+    """What ``harness.golden`` needs to know of a golden's owner: a name and its tolerances.
+
+    A fixture golden is ``<folder>/<name>/<side>.json`` with ``name`` the test module and
+    ``side`` the test (``harness.golden.golden_path``), so ``.obtained`` files, sidecars and
+    updates work as for cases.
+    """
+
+    name: str
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    tol: Tolerance | None = None  # replaces every key's tolerance when set
+
+    def tol_for(self, key: str, dtype: str) -> Tolerance:
+        return self.tol if self.tol is not None else resolve(key, dtype, self.tolerances)
+
+
+def check_values(
+    values: Any,
+    *,
+    folder: Path,
+    target: GoldenTarget,
+    side: str,
+    update: bool = False,
+    limit: int | None = LIMIT,
+) -> GoldenReport:
+    """Compare values with their golden (``folder/target.name/side.json``), or rewrite it.
+
+    A missing golden is written and fails; a mismatch writes ``<side>.obtained.json`` beside
+    it; ``update`` rewrites the golden (atomically, sidecars included).
+    """
+    fresh = _normalized(values, "values")
+    env = environment.probe()
+    refs = _sidecar_refs(side, fresh)
+    text = record.dumps_side(target.name, side, fresh, env, sidecars=refs)
+    if update:
+        return golden.update_golden(target, side, text, fresh, folder)
+    return golden.check_golden(target, side, text, fresh, folder, limit=limit)
+
+
+def _sidecar_refs(side: str, values: Mapping[str, Any]) -> dict:
+    """Sidecar references of the large tensors, computed without writing (as the runner)."""
+    import numpy as np
+
+    from harness import sidecar
+
+    return {
+        key: sidecar.sidecar_reference(side, key, value)
+        for key, value in values.items()
+        if isinstance(value, np.ndarray) and value.size > record.SIDECAR_THRESHOLD
+    }
+
+
+def golden_message(report: GoldenReport, update: str, *, verbose: bool = False) -> str:
+    """The failure message of a golden check: its first line, its table (failing rows only
+    unless ``verbose``), and last, the command that rewrites the golden from this run."""
+    text = render_golden(report, verbose=verbose, update=update)
+    if text.endswith(update):
+        return text
+    if report.status == GoldenStatus.MISSING:
+        return f"{text}\nreview it and commit it; to rewrite it from a later run: {update}"
+    return f"{text}\nto rewrite the golden from this run: {update}"
+
+
+def file_stem(name: str) -> str:
+    """A test name as a file name: ``test_x[a-1]`` -> ``test_x_a-1_``."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)

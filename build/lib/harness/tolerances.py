@@ -1,0 +1,117 @@
+"""One versioned table of default tolerances per dtype, plus per-key overrides.
+
+An element of a compared pair agrees when ``|a - b| <= atol + rtol * |b|`` (``b`` is the
+reference side, as in ``numpy.testing.assert_allclose``), or when ``ulps`` is set and the ULP
+distance of the pair is at most ``ulps``. ``harness.diff`` applies the rule; this module only
+says which numbers to use.
+
+A case may override the default for some keys with ``{glob: Tolerance(..., reason="...")}``.
+An override without a reason is refused: a loosened tolerance that nobody explained is the
+first thing a reviewer has to ask about.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# Bump whenever a value in DEFAULTS changes: reports and goldens record it, so a changed
+# verdict can be traced to a changed table rather than a changed computation.
+TABLE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far apart two values may be and still agree."""
+
+    atol: float
+    rtol: float = 0.0
+    ulps: int | None = None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("atol", "rtol"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"Tolerance.{name} must be a number, got {value!r}")
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"Tolerance.{name} must be finite and >= 0, got {value!r}")
+        if self.ulps is not None and (
+            isinstance(self.ulps, bool) or not isinstance(self.ulps, int) or self.ulps < 0
+        ):
+            raise ValueError(f"Tolerance.ulps must be an int >= 0 or None, got {self.ulps!r}")
+
+    @classmethod
+    def exact(cls, reason: str = "") -> Tolerance:
+        """Bitwise-equal values only (except +0 == -0 and NaN == NaN at the same place)."""
+        return cls(0.0, 0.0, None, reason)
+
+    @property
+    def is_exact(self) -> bool:
+        """True when no difference at all is allowed."""
+        return self.atol == 0 and self.rtol == 0 and not self.ulps
+
+    def describe(self) -> str:
+        """Short label for reports: ``1e-06``, ``exact``, ``4 ulp``, ``1e-06+rtol 1e-05``.
+
+        Parts are joined with ``+`` (atol and rtol add up) and `` or `` (ULPs are an
+        alternative way to agree).
+        """
+        if self.is_exact:
+            return "exact"
+        parts = []
+        if self.atol or self.rtol:
+            parts.append(f"{self.atol:g}")
+        if self.rtol:
+            parts[-1] += f"+rtol {self.rtol:g}"
+        if self.ulps:
+            parts.append(f"{self.ulps} ulp")
+        return " or ".join(parts)
+
+
+_EXACT = Tolerance.exact("integers, bools, strings, None and errors compare exactly")
+
+DEFAULTS: dict[str, Tolerance] = {
+    # The study compares float32 results at tol=1e-06 (about 8 float32 ULP at unit scale):
+    # room for a different summation order or fused multiply-add, not for a wrong formula.
+    "float32": Tolerance(1e-6, reason="study default tol=1e-06 for float32"),
+    # float64 eps is 2.2e-16, so 1e-12 is ~4500 ULP at unit scale: the same "reordering, not
+    # a bug" slack as float32's 1e-6 relative to its 1.2e-7 eps, a little tighter.
+    "float64": Tolerance(1e-12, reason="~4.5e3 float64 ULP at unit scale"),
+    # float16 eps is 9.8e-4; 1e-3 is about one ULP at unit scale.
+    "float16": Tolerance(1e-3, reason="~1 float16 ULP at unit scale"),
+    # Python floats mostly carry float32 results (`tensor.item()`), so they get the float32
+    # slack; a case that computes in float64 overrides it for its keys.
+    "float": Tolerance(1e-6, reason="Python floats usually hold float32 results"),
+}
+_INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+DEFAULTS.update(dict.fromkeys((*_INTEGERS, "bool", "int", "str", "None", "error"), _EXACT))
+
+
+def default_tolerance(dtype_name: str | None) -> Tolerance:
+    """The table's tolerance for a dtype name; anything not in the table compares exactly."""
+    return DEFAULTS.get(str(dtype_name), _EXACT)
+
+
+def check_overrides(overrides: Mapping[str, Tolerance] | None) -> None:
+    """Raise ValueError unless every override is a Tolerance with a reason."""
+    for pattern, tol in (overrides or {}).items():
+        if not isinstance(tol, Tolerance):
+            raise ValueError(f"tolerance override {pattern!r} must be a Tolerance, got {tol!r}")
+        if not tol.reason.strip():
+            raise ValueError(
+                f"tolerance override {pattern!r} needs a reason: Tolerance(..., reason=...)"
+            )
+
+
+def resolve(
+    key: str, dtype: str | None, overrides: Mapping[str, Tolerance] | None = None
+) -> Tolerance:
+    """The tolerance for one key: the first matching override glob, else the dtype default."""
+    check_overrides(overrides)
+    for pattern, tol in (overrides or {}).items():
+        if fnmatch.fnmatchcase(key, pattern):
+            return tol
+    return default_tolerance(dtype)

@@ -1,0 +1,386 @@
+"""The command-line program: ``conformance`` (console script) and ``python compare.py``.
+
+    conformance A.json B.json [--atol X] [--rtol X] [--ulps N] [--keys GLOB]
+                [--json FILE] [--markdown FILE] [--html FILE] [--dtype float32|float64]
+    conformance [--case NAME ...]          run cases (harness.session / harness.runner)
+                [--jobs N] [--shard K/N] [--update-golden [--force]]
+                [--allow-stale | --prune-stale]
+                [--out DIR] [--golden-dir DIR] [--cases-dir DIR]
+                [--json FILE] [--markdown FILE] [--html FILE]
+    either mode: [-v | -q] [--all-mismatches] [--version]
+
+Where cases and goldens live comes from ``[tool.conformance]`` of the nearest
+``pyproject.toml`` (``harness.project``); the folder options override it.
+
+Exit codes (``harness.cli.ExitCode``): 0 everything holds, 1 a check failed (or a golden is
+stale), 2 bad usage or unreadable / malformed input (one line on stderr naming the file and
+what is wrong; never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.cli import (
+    UsageError,
+    error,
+    exit_code,
+    foreign_option,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+    warn,
+)
+
+DISTRIBUTION = "conformance-harness"
+# Options that mean something in one mode only: given in the other, they would be ignored
+# silently (a loosened --atol that changes nothing), so they are a usage error instead.
+FILE_ONLY = ("atol", "rtol", "ulps", "keys", "dtype")
+CASES_ONLY = (
+    "case",
+    "update_golden",
+    "force",
+    "shard",
+    "out",
+    "golden_dir",
+    "cases_dir",
+    "allow_stale",
+    "prune_stale",
+)
+
+
+def version() -> str:
+    """The installed package's version (``unknown`` when run from a tree never installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def build_parser(prog: str = "conformance") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Diff two side JSON files (A.json B.json), or run the cases (no files).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("files", nargs="*", metavar="FILE", help="two side files: A.json B.json")
+    tol = parser.add_argument_group("tolerance (replaces the per-dtype defaults for every key)")
+    tol.add_argument("--atol", type=non_negative_float, help="absolute tolerance")
+    tol.add_argument("--rtol", type=non_negative_float, help="relative tolerance (times |B|)")
+    tol.add_argument("--ulps", type=non_negative_int, help="also agree within N ULP")
+    parser.add_argument(
+        "--keys", action="append", metavar="GLOB", help="compare only matching keys (repeatable)"
+    )
+    parser.add_argument("--json", metavar="FILE", help="write the machine-readable report")
+    parser.add_argument("--markdown", metavar="FILE", help="write the report as Markdown")
+    parser.add_argument("--html", metavar="FILE", help="write the HTML report")
+    parser.add_argument(
+        "--dtype",
+        choices=["float32", "float64"],
+        help="dtype of numbers in loose JSON files (default float32)",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
+        "-v", "--verbose", action="store_true", help="every table, every mismatched element"
+    )
+    output.add_argument("-q", "--quiet", action="store_true", help="failures and the verdict only")
+    parser.add_argument(
+        "--all-mismatches", action="store_true", help="list every mismatched element, not 5"
+    )
+    cases = parser.add_argument_group("running cases (no FILE arguments)")
+    cases.add_argument(
+        "--case", action="extend", nargs="+", default=[], metavar="NAME", help="run these cases"
+    )
+    cases.add_argument("--update-golden", action="store_true", help="rewrite the goldens")
+    cases.add_argument("--force", action="store_true", help="bless goldens even if checks fail")
+    cases.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="worker processes")
+    cases.add_argument("--shard", metavar="K/N", help="run the K-th of N slices of the cases")
+    cases.add_argument("--out", metavar="DIR", help="write side files here (default out/)")
+    cases.add_argument("--golden-dir", metavar="DIR", help="goldens folder (default golden/)")
+    cases.add_argument("--cases-dir", metavar="DIR", help="case files folder (default cases/)")
+    stale = cases.add_mutually_exclusive_group()
+    stale.add_argument(
+        "--allow-stale", action="store_true", help="goldens of deleted cases do not fail the run"
+    )
+    stale.add_argument(
+        "--prune-stale", action="store_true", help="delete the goldens of deleted cases"
+    )
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str = "conformance",
+    project: Path | None = None,
+) -> int:
+    """The program; ``project`` is the ``pyproject.toml`` to read (default: the nearest one
+    to the working folder)."""
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)  # usage errors exit 2 through argparse
+    args.prog = prog
+    if len(args.files) == 1:
+        parser.error(f"expected two files to compare (A.json B.json), got one: {args.files[0]}")
+    if len(args.files) > 2:
+        parser.error(f"expected two files to compare, got {len(args.files)}")
+    if args.files:
+        problem = foreign_option(
+            args, CASES_ONLY, "runs cases; it cannot be combined with FILE arguments"
+        )
+    else:
+        problem = foreign_option(
+            args, FILE_ONLY, "applies to comparing two files (A.json B.json), not to cases"
+        )
+    if problem:
+        parser.error(problem)
+    if not args.files:
+        return run_cases_main(args, project)
+    try:
+        return compare_files(args)
+    except UsageError as exc:
+        return error(prog, str(exc))
+
+
+def mismatch_limit(args: argparse.Namespace) -> int | None:
+    """Mismatched elements listed per failing row: 5, or all with -v / --all-mismatches."""
+    from harness.mismatches import LIMIT
+
+    return None if args.verbose or args.all_mismatches else LIMIT
+
+
+def emit(text: str) -> None:
+    """Print to stdout, in colour on a terminal (``harness.report.colour`` decides)."""
+    from harness.report.colour import paint, use_colour
+
+    print(paint(text) if use_colour(sys.stdout) else text)
+
+
+# ---------------------------------------------------------------------------------------------
+# File mode
+
+
+def compare_files(args: argparse.Namespace) -> int:
+    """Diff two side files, print the table, write the requested reports; 0 or 1."""
+    from harness.diff import diff_values
+    from harness.mismatches import inspect_row
+    from harness.report import files, html, json_doc, markdown, text
+
+    path_a, path_b = (Path(p) for p in args.files)
+    dtype = args.dtype or "float32"
+    side_a, side_b = _read(path_a, dtype), _read(path_b, dtype)
+    cli_tol = _cli_tolerance(args)
+    diff = diff_values(
+        side_a.values,
+        side_b.values,
+        tol_for=_tol_for(cli_tol),
+        keys=args.keys,
+        title=_title(side_a, side_b),
+        labels=_labels(side_a, side_b, args.files),
+        tol=cli_tol,
+    )
+    if args.keys and not diff.rows:
+        patterns = " ".join(repr(k) for k in args.keys)
+        raise UsageError(f"--keys {patterns} matches no key of {path_a} or {path_b}")
+    # Warnings only once no usage error can follow: an exit-2 run prints exactly one line.
+    _warn_read(args.prog, side_a, side_b)
+    _warn_env(args.prog, side_a, side_b)
+    limit = mismatch_limit(args)
+    found = (
+        inspect_row(side_a.values.get(r.key), side_b.values.get(r.key), r, limit)
+        for r in diff.failures  # the failure path only: a passing compare reads its data once
+    )
+    details = tuple(d for d in found if d is not None)
+    emit(text.render_text(diff, details=details, only_failing=args.quiet))
+    meta = {"files": [str(path_a), str(path_b)], "keys": args.keys}
+    try:
+        files.write_reports(
+            args,
+            json_doc=lambda: json_doc.render_json(diff, meta=meta, details=[details]),
+            markdown=lambda: markdown.render_markdown(diff),
+            html=lambda: html.render_html(diff, meta=meta, details=[details]),
+        )
+    except OSError as exc:
+        raise UsageError(f"{exc.filename}: cannot write ({exc.strerror or exc})") from None
+    return exit_code(diff.ok)
+
+
+def _read(path: Path, dtype: str) -> Any:
+    from harness.record import RecordError, read_side
+
+    try:
+        side = read_side(path, default_dtype=dtype)
+    except RecordError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # a codec gap: still one line
+        raise UsageError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
+    return side
+
+
+def _warn_read(prog: str, *sides: Any) -> None:
+    from harness.record import one_line
+
+    for side in sides:
+        for warning in getattr(side, "warnings", ()):
+            warn(prog, one_line(warning))
+
+
+def _cli_tolerance(args: argparse.Namespace) -> Any:
+    from harness.tolerances import Tolerance
+
+    if args.atol is None and args.rtol is None and args.ulps is None:
+        return None
+    return Tolerance(args.atol or 0.0, args.rtol or 0.0, args.ulps, reason="command line")
+
+
+def _tol_for(cli_tol: Any) -> Any:
+    from harness.tolerances import default_tolerance
+
+    if cli_tol is not None:
+        return lambda key, dtype: cli_tol
+    return lambda key, dtype: default_tolerance(dtype)
+
+
+def _title(side_a: Any, side_b: Any) -> str:
+    cases = [c for c in (side_a.case, side_b.case) if c]
+    if len(set(cases)) == 2:
+        return f"{cases[0]} vs {cases[1]}"
+    return cases[0] if cases else ""
+
+
+def _labels(side_a: Any, side_b: Any, files: Sequence[str]) -> tuple[str, str]:
+    """Side names from the format-1 headers, else file stems; paths if those coincide."""
+    a = side_a.side or Path(files[0]).stem
+    b = side_b.side or Path(files[1]).stem
+    return (a, b) if a != b else (str(files[0]), str(files[1]))
+
+
+def _warn_env(prog: str, side_a: Any, side_b: Any) -> None:
+    """Differing environments are worth a line on stderr, never a failure."""
+    env_a, env_b = side_a.env or {}, side_b.env or {}
+    if not env_a or not env_b:
+        return
+    from harness.record import one_line
+
+    changed = [
+        one_line(f"{k} ({env_a.get(k)!s} vs {env_b.get(k)!s})")
+        for k in sorted(set(env_a) | set(env_b))
+        if env_a.get(k) != env_b.get(k)
+    ]
+    if changed:
+        warn(prog, f"environments differ: {'; '.join(changed)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Case mode: `conformance [--case NAME ...]`, over harness.session and harness.runner
+
+
+def run_cases_main(args: argparse.Namespace, project: Path | None = None) -> int:
+    """Run the named cases (all when none) via ``run_cases(case_names, args)``."""
+    from harness.project import ConfigError, load_project, read_project
+
+    try:
+        args.project = read_project(project) if project else load_project(Path.cwd())
+    except ConfigError as exc:
+        return error(args.prog, str(exc))
+    root = str(args.project.root)
+    if root not in sys.path:  # case files import the project's own modules, as under pytest
+        sys.path.insert(0, root)
+    try:
+        run = _case_runner()
+    except ImportError as exc:
+        return error(args.prog, f"cannot run cases: {exc}")
+    try:
+        return run(list(args.case), args)
+    except OSError as exc:  # an unwritable --out / --json / --golden-dir: one line, no traceback
+        where = exc.filename if exc.filename is not None else "output"
+        return error(args.prog, f"{where}: {exc.strerror or exc}")
+
+
+def _case_runner() -> Callable[[list[str], argparse.Namespace], int]:
+    """``run_cases`` once the case runner imports (file mode stays light without it)."""
+    import harness.session  # noqa: F401  (an ImportError here is a one-line exit 2)
+
+    return run_cases
+
+
+def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
+    """Run cases; print failures first, one line per case and the summary; write reports."""
+    from harness import golden, session
+    from harness.case import CaseDefinitionError
+    from harness.report import files, text
+
+    project = args.project
+    dirs = session.Dirs.from_args(args, session.Dirs(project.cases, project.golden, project.out))
+    if not dirs.cases.is_dir():
+        return error(args.prog, f"{dirs.cases}: no such folder of case files")
+    try:
+        cases = session.select_cases(case_names, dirs, args.shard)
+    except CaseDefinitionError as exc:
+        return error(args.prog, str(exc))
+    except Exception as exc:  # a case file that does not import: where, in one line
+        return error(args.prog, _import_failure(exc, dirs.cases))
+    progress = session.Progress(len(cases), stream=sys.stderr)
+    reports = session.run_cases(
+        cases,
+        update=args.update_golden,
+        force=args.force,
+        jobs=args.jobs,
+        dirs=dirs,
+        on_done=progress.advance,
+        threads=project.threads,
+        tolerances=project.tolerances,
+        limit=mismatch_limit(args),
+    )
+    failing = [r for r in reports if not r.ok]
+    for report in reports if args.verbose else filter(text.worth_reporting, reports):
+        emit(text.render_case(report, verbose=args.verbose, update=update_command(args, report)))
+    if not args.verbose and not args.quiet:
+        emit("\n".join(text.render_case_line(r) for r in reports))
+    stale, pruned = session.stale_goldens(dirs), []
+    if stale and args.prune_stale:
+        stale, pruned = [], golden.prune_stale(stale)
+    emit(text.render_summary(reports, stale, allow_stale=args.allow_stale, pruned=pruned))
+    files.write_case_reports(reports, args)
+    return exit_code(not failing and (not stale or args.allow_stale))
+
+
+def _import_failure(exc: Exception, cases_dir: Path) -> str:
+    """``cases/x.py:10: ModuleNotFoundError: No module named 'y'``: the case file's last frame."""
+    import traceback
+
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if Path(f.filename).resolve().parent == cases_dir.resolve()
+    ]
+    where = f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+    return f"{where}cannot load the case: {type(exc).__name__}: {exc}"
+
+
+def update_command(args: argparse.Namespace, report: Any) -> str:
+    """The command that rewrites this case's goldens from a run like this one (with
+    ``--force`` when its agree checks fail: without it the rewrite is refused)."""
+    from harness.results import CheckKind
+
+    program = ["python", args.prog] if args.prog.endswith(".py") else [args.prog]
+    agrees = all(c.ok for c in report.checks if c.kind == CheckKind.AGREE)
+    folders = [] if agrees else ["--force"]
+    for option in ("cases_dir", "golden_dir", "out"):
+        value = getattr(args, option, None)
+        if value:
+            folders.append(f"--{option.replace('_', '-')}={value}")
+    return shlex.join([*program, "--update-golden", "--case", report.case, *folders])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

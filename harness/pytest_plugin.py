@@ -1,0 +1,330 @@
+"""The pytest plugin of the conformance harness (entry point ``pytest11``, so installing the
+package is all a project needs).
+
+- With a ``[tool.conformance]`` table in the project's ``pyproject.toml`` (``harness.project``),
+  every case file of its ``cases`` folder is collected: one item per check, one golden item per
+  side, and one item that fails while a golden folder has no case file (``--allow-stale``
+  accepts them, ``--prune-stale`` deletes them).
+- The fixture ``conformance``: ``conformance.check({"loss": loss, "grads": grads})`` compares
+  the values with a golden beside the test (``<test dir>/<module>/<test>.json``, or under the
+  configured ``fixture_golden``), written and failing on the first run; a mismatch writes
+  ``<test>.obtained.json`` and fails with the command that accepts the new output.
+- Options: ``--update-golden`` (rewrite goldens, report what changed), ``--force`` (also for
+  cases whose agree checks fail), ``--allow-stale``, ``--prune-stale``, ``--all-mismatches``
+  (every mismatched element, as ``-v`` does).
+
+Running and judging a case is ``harness.runner``, its report a ``harness.results.CaseReport``
+rendered by ``harness.report.text``; this module only adapts them to pytest.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import case as case_api
+from harness import project as project_api
+from harness.mismatches import LIMIT
+from harness.report.text import render_check, render_golden
+from harness.results import CaseReport, CheckKind, GoldenReport
+from harness.runner import report_for
+
+PROJECT = pytest.StashKey[project_api.Project]()
+REPORTS = pytest.StashKey[dict]()  # one report per case and session (all its items read it)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance")
+    group.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite the goldens (of cases and of the conformance fixture) from this run",
+    )
+    group.addoption(
+        "--force",
+        action="store_true",
+        help="with --update-golden: also bless cases whose agree checks fail",
+    )
+    group.addoption(
+        "--allow-stale",
+        action="store_true",
+        help="goldens of deleted cases do not fail the run (they are listed)",
+    )
+    group.addoption(
+        "--prune-stale", action="store_true", help="delete the goldens of deleted cases"
+    )
+    group.addoption(
+        "--all-mismatches",
+        action="store_true",
+        help="list every mismatched element of a failing tensor (default: the first 5)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        config.stash[PROJECT] = _load_project(config)
+    except project_api.ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[REPORTS] = {}
+
+
+def _load_project(config: pytest.Config) -> project_api.Project:
+    """The settings of the pyproject.toml pytest uses (or the one in its rootdir)."""
+    inipath = config.inipath
+    if inipath is not None and inipath.name == project_api.PYPROJECT:
+        return project_api.read_project(inipath)
+    candidate = config.rootpath / project_api.PYPROJECT
+    if candidate.is_file():
+        return project_api.read_project(candidate)
+    return project_api.Project.defaults(config.rootpath)
+
+
+def project_of(config: pytest.Config) -> project_api.Project:
+    return config.stash[PROJECT]
+
+
+def mismatch_limit(config: pytest.Config) -> int | None:
+    """Mismatched elements listed per failing row: 5, or every one with -v / --all-mismatches."""
+    verbose = config.getoption("verbose") > 0
+    return None if verbose or config.getoption("all_mismatches") else LIMIT
+
+
+def update_command(config: pytest.Config, target: str, *, force: bool = False) -> str:
+    """The exact command that rewrites the goldens of ``target`` (a node id or a path)."""
+    command = ["pytest", "--update-golden", *(["--force"] if force else []), target]
+    text = shlex.join(command)
+    invoked = Path(config.invocation_params.dir).resolve()
+    if invoked != config.rootpath.resolve():  # node ids are relative to the rootdir
+        text = f"cd {shlex.quote(str(config.rootpath))} && {text}"
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# Collecting the case files of [tool.conformance] cases
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    project = project_of(parent.config)
+    if project.configured and path.resolve() == project.cases.resolve():
+        return CasesDir.from_parent(parent, path=path)
+    return None
+
+
+class CasesDir(pytest.Directory):
+    """The cases folder: one ``CaseFile`` per case file, then the stale-goldens item."""
+
+    def collect(self):
+        for path in case_api.case_paths(self.path):
+            yield CaseFile.from_parent(self, path=path)
+        yield StaleGoldens.from_parent(self, name="stale-goldens")
+
+
+class CaseFile(pytest.File):
+    def collect(self):
+        project = project_of(self.config)
+        case = project_api.with_tolerances(case_api.load_case(self.path), project.tolerances)
+        for check in case.checks:
+            yield CheckItem.from_parent(self, name=check.label, case=case, check=check)
+        for side in case_api.SIDES:
+            yield GoldenItem.from_parent(self, name=f"golden:{side}", case=case, side=side)
+
+
+class ConformanceFailure(Exception):
+    """Carries the rendered report; pytest shows it as the whole failure message."""
+
+
+class _Item(pytest.Item):
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ConformanceFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+class _CaseItem(_Item):
+    def __init__(self, *, case: case_api.Case, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+
+    def report(self) -> CaseReport:
+        """The case's report, computed once per process for all its items."""
+        config, project = self.config, project_of(self.config)
+        return report_for(
+            self.case,
+            update=config.getoption("update_golden"),
+            force=config.getoption("force"),
+            golden_dir=project.golden,
+            out_dir=project.out,
+            threads=project.threads,
+            limit=mismatch_limit(config),
+            cache=config.stash[REPORTS],
+        )
+
+    @property
+    def verbose(self) -> bool:
+        return self.config.getoption("verbose") > 0
+
+    def reportinfo(self):
+        return self.path, None, f"{self.case.name}::{self.name}"
+
+
+class CheckItem(_CaseItem):
+    def __init__(self, *, check: case_api.Check, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.check = check
+
+    def runtest(self) -> None:
+        report = self.report()
+        result = report.check(self.check.label)
+        if not result.ok:
+            text = render_check(self.case.name, result, verbose=self.verbose, raised=report.raised)
+            raise ConformanceFailure(text)
+
+
+class GoldenItem(_CaseItem):
+    def __init__(self, *, side: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.side = side
+
+    def runtest(self) -> None:
+        report = self.report()
+        result = report.goldens[self.side]
+        agrees = all(c.ok for c in report.checks if c.kind == CheckKind.AGREE)
+        target = self.path.relative_to(self.config.rootpath).as_posix()
+        command = update_command(self.config, target, force=not agrees)
+        text = render_golden(result, verbose=self.verbose, update=command)
+        self.user_properties.append(("golden", text))  # listed by --update-golden's summary
+        if not result.ok:
+            raise ConformanceFailure(text)
+
+
+class StaleGoldens(_Item):
+    """Fails while a golden folder has no case file, unless allowed or pruned."""
+
+    def runtest(self) -> None:
+        from harness import golden
+
+        project, config = project_of(self.config), self.config
+        names = {p.stem for p in case_api.case_paths(project.cases)}
+        stale = golden.stale_goldens(project.golden, names)
+        if not stale:
+            return
+        shown = ", ".join(_relative(p, config.rootpath) for p in stale)
+        if config.getoption("prune_stale"):
+            deleted = golden.prune_stale(stale)
+            files = ", ".join(_relative(p, config.rootpath) for p in deleted)
+            self.user_properties.append(("stale", f"pruned stale goldens {shown}: {files}"))
+        elif config.getoption("allow_stale"):
+            self.user_properties.append(("stale", f"stale goldens (allowed): {shown}"))
+        else:
+            cases = _relative(project.cases, config.rootpath)
+            raise ConformanceFailure(
+                f"stale goldens: {shown} (no case file in {cases}/); "
+                "--prune-stale deletes them, --allow-stale accepts them"
+            )
+
+    def reportinfo(self):
+        return self.path, None, "stale goldens"
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# The golden fixture
+
+
+class Conformance:
+    """The ``conformance`` fixture: goldens of a test's values (``check``)."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.request = request
+        self.used: set[str] = set()
+
+    def check(
+        self,
+        values: Any,
+        *,
+        basename: str | None = None,
+        atol: float | None = None,
+        rtol: float | None = None,
+        ulps: int | None = None,
+    ) -> GoldenReport:
+        """Compare ``values`` (a mapping, or one value) with this test's golden.
+
+        ``basename`` names the golden (default: the test's name; needed to call ``check``
+        twice in one test); ``atol`` / ``rtol`` / ``ulps`` replace the tolerance of every key.
+        """
+        __tracebackhide__ = True
+        from harness.testing import GoldenTarget, check_values, explicit_tolerance, file_stem
+
+        config, node = self.request.config, self.request.node
+        side = file_stem(basename or node.name)
+        if side in self.used:
+            raise ValueError(f"conformance.check: golden {side!r} checked twice in one test")
+        self.used.add(side)
+        folder, name = self.location()
+        tol = explicit_tolerance(atol, rtol, ulps, "conformance.check(...)")
+        target = GoldenTarget(name, project_of(config).tolerances, tol)
+        update = config.getoption("update_golden")
+        report = check_values(
+            values,
+            folder=folder,
+            target=target,
+            side=side,
+            update=update,
+            limit=mismatch_limit(config),
+        )
+        if update:
+            node.user_properties.append(("golden", render_golden(report)))
+        elif not report.ok:
+            raise AssertionError(self.message(report))
+        return report
+
+    def location(self) -> tuple[Path, str]:
+        """``(folder, name)``: the golden is ``folder / name / <test>.json``."""
+        module = Path(self.request.node.path)
+        configured = project_of(self.request.config).fixture_golden
+        if configured is None:
+            return module.parent, module.stem
+        rootpath = self.request.config.rootpath
+        return configured, Path(_relative(module, rootpath)).with_suffix("").as_posix()
+
+    def message(self, report: GoldenReport) -> str:
+        from harness.testing import golden_message
+
+        command = update_command(self.request.config, self.request.node.nodeid)
+        verbose = self.request.config.getoption("verbose") > 0
+        return golden_message(report, command, verbose=verbose)
+
+
+@pytest.fixture
+def conformance(request: pytest.FixtureRequest) -> Conformance:
+    """Goldens of this test's values: ``conformance.check({"loss": loss, "grads": grads})``."""
+    return Conformance(request)
+
+
+# ---------------------------------------------------------------------------------------------
+# The terminal summary: golden updates and stale goldens
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    reports = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])]
+    stale = [text for r in reports for name, text in r.user_properties if name == "stale"]
+    if stale:
+        terminalreporter.section("stale goldens")
+        for text in stale:
+            terminalreporter.write_line(text)
+    if config.getoption("update_golden"):
+        terminalreporter.section("golden updates")
+        for rep in terminalreporter.stats.get("passed", []):
+            for name, text in getattr(rep, "user_properties", []):
+                if name == "golden":
+                    terminalreporter.write_line(text)
