@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from harness import sidecar
-from harness.record.read import read_bytes, read_side
+from harness.record.read import read_side
+from harness.record.source import read_bytes
 from harness.record.values import (
     ELEMENTS_PER_LINE,
     FORMAT_VERSION,
