@@ -5,7 +5,7 @@
     python compare.py [--case NAME ...]          run cases (harness.session / harness.runner)
                       [--jobs N] [--shard K/N] [--update-golden [--force]]
                       [--out DIR] [--golden-dir DIR] [--cases-dir DIR]
-                      [--json FILE] [--markdown FILE] [--html FILE]
+                      [--json FILE [--timings]] [--markdown FILE] [--html FILE]
 
 Exit codes (``harness.cli.ExitCode``): 0 everything holds, 1 a check failed, 2 bad usage or
 unreadable / malformed input (one line on stderr naming the file and what is wrong; never a
@@ -35,7 +35,9 @@ PROG = "compare.py"
 # Options that mean something in one mode only: given in the other, they would be ignored
 # silently (a loosened --atol that changes nothing), so they are a usage error instead.
 FILE_ONLY = ("atol", "rtol", "ulps", "keys", "dtype")
-CASES_ONLY = ("case", "update_golden", "force", "shard", "out", "golden_dir", "cases_dir")
+CASES_ONLY = (
+    "case", "update_golden", "force", "shard", "out", "golden_dir", "cases_dir", "timings"
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     cases.add_argument("--out", metavar="DIR", help="write side files here (default out/)")
     cases.add_argument("--golden-dir", metavar="DIR", help="goldens folder (default golden/)")
     cases.add_argument("--cases-dir", metavar="DIR", help="case files folder (default cases/)")
+    cases.add_argument(
+        "--timings",
+        action="store_true",
+        help="put each case's wall time in the --json report (cases[].seconds; else null)",
+    )
     return parser
 
 
@@ -107,6 +114,8 @@ def compare_files(args: argparse.Namespace) -> int:
     from harness.diff import diff_values
     from harness.report import files, html, json_doc, markdown, text
 
+    if "" in args.files:  # Path("") would be ".", reported as a directory
+        raise UsageError("'': empty file name, expected a JSON file")
     path_a, path_b = (Path(p) for p in args.files)
     dtype = args.dtype or "float32"
     side_a, side_b = _read(path_a, dtype), _read(path_b, dtype)
@@ -124,7 +133,7 @@ def compare_files(args: argparse.Namespace) -> int:
         patterns = " ".join(repr(k) for k in args.keys)
         raise UsageError(f"--keys {patterns} matches no key of {path_a} or {path_b}")
     # Warnings only once no usage error can follow: an exit-2 run prints exactly one line.
-    _warn_read(side_a, side_b)
+    _warn_read((path_a, side_a), (path_b, side_b))
     _warn_env(side_a, side_b)
     print(text.render_text(diff))
     meta = {"files": [str(path_a), str(path_b)], "keys": args.keys}
@@ -154,12 +163,10 @@ def _read(path: Path, dtype: str) -> Any:
     return side
 
 
-def _warn_read(*sides: Any) -> None:
-    from harness.record import one_line
-
-    for side in sides:
+def _warn_read(*sides: tuple[Path, Any]) -> None:
+    for path, side in sides:
         for warning in getattr(side, "warnings", ()):
-            warn(PROG, one_line(warning))
+            warn(PROG, f"{path}: {warning}")
 
 
 def _cli_tolerance(args: argparse.Namespace) -> Any:

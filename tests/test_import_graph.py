@@ -82,12 +82,19 @@ ONLY_FROM = {
     "harness.tolerances": (),
     "harness.sidecar": (),
     "harness.environment": (),
-    "harness.cli": (),
-    "harness.record": ("harness.sidecar",),
+    "harness.escape": (),  # the one escaping rule for text from input: a leaf
+    "harness.cli": ("harness.escape",),
+    "harness.record": ("harness.sidecar", "harness.escape"),
     "harness.diff": ("harness.tolerances",),
     # The results model is data over diffs; the renderers read it and diff data only.
     "harness.results": ("harness.diff",),
-    "harness.report": ("harness.results", "harness.diff", "harness.tolerances", "harness.record"),
+    "harness.report": (
+        "harness.results",
+        "harness.diff",
+        "harness.tolerances",
+        "harness.record",
+        "harness.escape",
+    ),
     # The author's API does not know how a case is run, judged or rendered.
     "harness.case": ("harness.record", "harness.results", "harness.tolerances"),
     "harness.golden": ("harness.record", "harness.diff", "harness.environment", "harness.results"),

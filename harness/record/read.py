@@ -353,6 +353,8 @@ class _Reader(LooseReading):
             return sidecar.read_sidecar(self.path.parent, name, dtype, shape, digest)
         except sidecar.SidecarError as exc:
             raise self.fail(key, str(exc)) from None
+        except OSError as exc:  # a name too long for the file system, a permission, ...
+            raise self.fail(key, f"sidecar {name}: cannot read ({exc.strerror or exc})") from None
 
     # -- numbers
 

@@ -23,6 +23,7 @@ from harness.report.html_parts import (
     badge,
     docstring_html,
     escape,
+    escape_block,
     html_table,
     inline_code,
     slug,
@@ -42,7 +43,7 @@ def diff_html(diff: Diff, divergence: bool = False) -> str:
     rows = [_row_cells(row, diff.labels, divergence) for row in diff.rows]
     table = html_table([escape(h) for h in head], rows, "diff")
     caption = f"{escape(header(diff))}: <b>{escape(verdict(diff, divergence))}</b>"
-    terminal = escape(render_text(diff, divergence))
+    terminal = escape_block(render_text(diff, divergence))
     return (
         f'<div class="difftable"><p class="verdict">{caption}</p>{table}'
         f"<details><summary>as in the terminal</summary><pre>{terminal}</pre></details></div>"

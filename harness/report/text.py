@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.diff import Diff, TensorDiff
+from harness.escape import lines as escape_lines
+from harness.escape import one_line
 from harness.report.cells import (
     CHECK_WORDS,
     DIVERGENCE_WORDS,
@@ -43,15 +45,16 @@ def render_text(diff: Diff, divergence: bool = False, *, words: Words | None = N
     (``UPDATE_WORDS`` for a rewritten golden).
     """
     words = words or (DIVERGENCE_WORDS if divergence else CHECK_WORDS)
-    width = max([MIN_NAME_WIDTH, *(len(row.key) for row in diff.rows)])
+    width = max([MIN_NAME_WIDTH, *(len(one_line(row.key)) for row in diff.rows)])
     lines = [f"== {header(diff)}"]
     lines += [_text_row(row, width, diff.labels, words.row) for row in diff.rows]
     lines.append(verdict(diff, words=words))
-    return "\n".join(line.rstrip() for line in lines)
+    # Every line escaped (labels, values, error types): nothing from input reaches the terminal raw.
+    return "\n".join(one_line(line.rstrip()) for line in lines)
 
 
 def _text_row(row: TensorDiff, width: int, labels: tuple[str, str], word: str = "FAIL") -> str:
-    name = f"{row.key:<{width}} "
+    name = f"{one_line(row.key):<{width}} "
     problem = structural_problem(row, labels)
     if problem is not None:
         return name + f"{word} " + problem
@@ -100,7 +103,7 @@ def render_check(case_name: str, check: CheckReport) -> str:
     if check.documented_by:
         line += f" (documented: {check.documented_by})"
     table = _check_table(check)
-    return line + (f"\n{table}" if table else "")
+    return escape_lines(line + (f"\n{table}" if table else ""))
 
 
 def _check_table(check: CheckReport) -> str:
@@ -114,7 +117,7 @@ def render_golden(golden: GoldenReport) -> str:
     """``golden case/side: status: message``, plus the table when values changed."""
     line = f"golden {golden.case}/{golden.side}: {golden.status}: {golden.message}"
     show = _golden_table(golden)
-    return line + (f"\n{show}" if show else "")
+    return escape_lines(line + (f"\n{show}" if show else ""))
 
 
 def _golden_table(golden: GoldenReport) -> str:
@@ -143,7 +146,7 @@ def render_case(report: CaseReport) -> str:
         table = _golden_table(golden)
         lines += [table] if table else []
     lines.append(f"{report.case}: {'OK' if report.ok else 'FAIL'}")
-    return "\n".join(lines)
+    return escape_lines("\n".join(lines))
 
 
 def _mark(ok: bool) -> str:
@@ -171,4 +174,4 @@ def render_summary(reports: Sequence[CaseReport], stale: Sequence[Any] = ()) -> 
     lines += [f"stale golden: {path} (no case file; delete it)" for path in stale]
     bad_cases = sum(1 for r in reports if not r.ok)
     lines.append("OK" if not bad_cases else f"FAIL ({bad_cases} of {len(reports)} cases)")
-    return "\n".join(lines)
+    return escape_lines("\n".join(lines))
