@@ -350,11 +350,14 @@ class _Reader(LooseReading):
         if not self.verify:
             return None
         try:
-            return sidecar.read_sidecar(self.path.parent, name, dtype, shape, digest)
+            array = sidecar.read_sidecar(self.path.parent, name, dtype, shape, digest)
+            # MERGE (diff-perf, issue 11 item 9): the check of obj["summary"] against the data
+            # goes here, inside the try, so that its SidecarError is named with the key.
         except sidecar.SidecarError as exc:
             raise self.fail(key, str(exc)) from None
         except OSError as exc:  # a name too long for the file system, a permission, ...
             raise self.fail(key, f"sidecar {name}: cannot read ({exc.strerror or exc})") from None
+        return array
 
     # -- numbers
 
