@@ -35,6 +35,7 @@ PROG = "compare.py"
 # Options that mean something in one mode only: given in the other, they would be ignored
 # silently (a loosened --atol that changes nothing), so they are a usage error instead.
 FILE_ONLY = ("atol", "rtol", "ulps", "keys", "dtype")
+PATH_OPTIONS = ("json", "markdown", "html", "out", "golden_dir", "cases_dir")
 CASES_ONLY = (
     "case", "update_golden", "force", "shard", "out", "golden_dir", "cases_dir", "timings"
 )  # fmt: skip
@@ -97,6 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if problem:
         parser.error(problem)
+    empty = [f"--{d.replace('_', '-')}" for d in PATH_OPTIONS if getattr(args, d) == ""]
+    if empty:  # Path("") is ".": an empty --out would write into the current folder
+        parser.error(f"{empty[0]}: empty file or folder name ('')")
     if not args.files:
         return run_cases_main(args)
     try:

@@ -473,3 +473,31 @@ def test_control_characters_never_reach_the_terminal(tmp_path, capsys):
     assert out.splitlines()[1].startswith("\\x1b[2J                  n=  1  max|diff|=1.00e+00")
     assert "x='\\x1b]0;x\\x07'" in out.replace("a=", "x=")
     assert out.splitlines()[3].startswith("\\ud800 ")
+
+
+@pytest.mark.parametrize("option", ["--json", "--markdown", "--html", "--out", "--golden-dir"])
+def test_an_empty_path_option_is_a_usage_error(tmp_path, capsys, option):
+    """``--json ""`` once wrote nothing silently; ``--out ""`` would write into "."."""
+    good = tmp_path / "good.json"
+    good.write_bytes(GOOD)
+    files = [str(good), str(good)] if option in ("--json", "--markdown", "--html") else []
+    with pytest.raises(SystemExit) as info:
+        compare.main([*files, option, ""])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"compare.py: error: {option}: empty file or folder name ('')"
+    )
+
+
+def test_warnings_name_the_file(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text('{"x": [1.0, null]}')
+    b.write_text('{"format": 2, "values": {}, "x": [1.0, NaN]}')
+    code, _, err = run_main(capsys, str(a), str(b))
+    assert code == 1  # b has keys a lacks
+    assert err.splitlines() == [
+        f"compare.py: warning: {a}: x: 1 null entries read as NaN (serde_json writes NaN and "
+        "infinities as null)",
+        f"compare.py: warning: {b}: format: 2 is not this harness's format 1; the file is read "
+        "as loose JSON (every key is data)",
+    ]
