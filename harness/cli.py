@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from enum import IntEnum
 from typing import Any
 
+from harness.escape import one_line
+
 
 class ExitCode(IntEnum):
     OK = 0  # everything holds
@@ -31,14 +33,14 @@ class UsageError(Exception):
 
 
 def error(prog: str, message: str) -> ExitCode:
-    """Print ``<prog>: error: <message>`` on stderr; return the usage exit code."""
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    """Print ``<prog>: error: <message>`` on stderr (escaped: one line); return exit code 2."""
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
     return ExitCode.USAGE
 
 
 def warn(prog: str, message: str) -> None:
-    """Print ``<prog>: warning: <message>`` on stderr (a warning never changes the exit code)."""
-    print(f"{prog}: warning: {message}", file=sys.stderr)
+    """Print ``<prog>: warning: <message>`` (escaped: one line); never changes the exit code."""
+    print(f"{prog}: warning: {one_line(message)}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
                 [--jobs N] [--shard K/N] [--update-golden [--force]]
                 [--allow-stale | --prune-stale]
                 [--out DIR] [--golden-dir DIR] [--cases-dir DIR]
-                [--json FILE] [--markdown FILE] [--html FILE]
+                [--json FILE [--timings]] [--markdown FILE] [--html FILE]
     either mode: [-v | -q] [--all-mismatches] [--version]
 
 Where cases and goldens live comes from ``[tool.conformance]`` of the nearest
@@ -51,7 +51,9 @@ CASES_ONLY = (
     "cases_dir",
     "allow_stale",
     "prune_stale",
+    "timings",
 )
+PATH_OPTIONS = ("json", "markdown", "html", "out", "golden_dir", "cases_dir")
 
 
 def version() -> str:
@@ -106,6 +108,11 @@ def build_parser(prog: str = "conformance") -> argparse.ArgumentParser:
     cases.add_argument("--out", metavar="DIR", help="write side files here (default out/)")
     cases.add_argument("--golden-dir", metavar="DIR", help="goldens folder (default golden/)")
     cases.add_argument("--cases-dir", metavar="DIR", help="case files folder (default cases/)")
+    cases.add_argument(
+        "--timings",
+        action="store_true",
+        help="put each case's wall time in the --json report (cases[].seconds; else null)",
+    )
     stale = cases.add_mutually_exclusive_group()
     stale.add_argument(
         "--allow-stale", action="store_true", help="goldens of deleted cases do not fail the run"
@@ -141,6 +148,9 @@ def main(
         )
     if problem:
         parser.error(problem)
+    empty = [f"--{d.replace('_', '-')}" for d in PATH_OPTIONS if getattr(args, d) == ""]
+    if empty:  # Path("") is ".": an empty --out would write into the current folder
+        parser.error(f"{empty[0]}: empty file or folder name ('')")
     if not args.files:
         return run_cases_main(args, project)
     try:
@@ -173,6 +183,8 @@ def compare_files(args: argparse.Namespace) -> int:
     from harness.mismatches import inspect_row
     from harness.report import files, html, json_doc, markdown, text
 
+    if "" in args.files:  # Path("") would be ".", reported as a directory
+        raise UsageError("'': empty file name, expected a JSON file")
     path_a, path_b = (Path(p) for p in args.files)
     dtype = args.dtype or "float32"
     side_a, side_b = _read(path_a, dtype), _read(path_b, dtype)
@@ -190,7 +202,7 @@ def compare_files(args: argparse.Namespace) -> int:
         patterns = " ".join(repr(k) for k in args.keys)
         raise UsageError(f"--keys {patterns} matches no key of {path_a} or {path_b}")
     # Warnings only once no usage error can follow: an exit-2 run prints exactly one line.
-    _warn_read(args.prog, side_a, side_b)
+    _warn_read(args.prog, (path_a, side_a), (path_b, side_b))
     _warn_env(args.prog, side_a, side_b)
     limit = mismatch_limit(args)
     found = (
@@ -226,12 +238,10 @@ def _read(path: Path, dtype: str) -> Any:
     return side
 
 
-def _warn_read(prog: str, *sides: Any) -> None:
-    from harness.record import one_line
-
-    for side in sides:
+def _warn_read(prog: str, *sides: tuple[Path, Any]) -> None:
+    for path, side in sides:
         for warning in getattr(side, "warnings", ()):
-            warn(prog, one_line(warning))
+            warn(prog, f"{path}: {warning}")
 
 
 def _cli_tolerance(args: argparse.Namespace) -> Any:

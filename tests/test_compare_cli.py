@@ -162,7 +162,8 @@ def test_environment_difference_warns_but_passes(tmp_path, capsys):
 
 
 def test_loose_json_uses_file_stems_and_the_dtype_option(tmp_path, capsys):
-    (tmp_path / "rust.json").write_text(json.dumps({"a": {"b": [1, 2, 3]}, "c": 2.5}))
+    # Floats written as floats: integer literals would be read as int64 (issue 12 item 8).
+    (tmp_path / "rust.json").write_text(json.dumps({"a": {"b": [1.0, 2.0, 3.0]}, "c": 2.5}))
     (tmp_path / "py.json").write_text(json.dumps({"a": {"b": [1, 2, 3.0000001]}, "c": 2.5}))
     files = str(tmp_path / "rust.json"), str(tmp_path / "py.json")
     code, out, _ = run(capsys, *files)

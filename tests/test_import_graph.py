@@ -84,8 +84,9 @@ ONLY_FROM = {
     "harness.summary": (),
     "harness.sidecar": ("harness.summary",),
     "harness.environment": (),
-    "harness.cli": (),
-    "harness.record": ("harness.sidecar",),
+    "harness.escape": (),  # the one escaping rule for text from input: a leaf
+    "harness.cli": ("harness.escape",),
+    "harness.record": ("harness.sidecar", "harness.escape"),
     "harness.diff_stats": ("harness.tolerances", "harness.ulp"),
     "harness.diff": ("harness.tolerances", "harness.ulp", "harness.diff_stats"),
     "harness.mismatches": ("harness.diff", "harness.tolerances", "harness.ulp"),
@@ -98,6 +99,7 @@ ONLY_FROM = {
         "harness.mismatches",
         "harness.tolerances",
         "harness.record",
+        "harness.escape",
     ),
     # The author's API does not know how a case is run, judged or rendered.
     "harness.case": ("harness.record", "harness.results", "harness.tolerances"),

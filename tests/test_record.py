@@ -343,7 +343,9 @@ def test_loose_serde_style_json_is_flattened(tmp_path):
     assert v["logits"][1, 0] == np.float32(0.1)  # rounded, not rejected: serde writes f32 short
     assert v["grads.fc1.weight"].shape == (1, 3)
     assert v["loss"].shape == () and v["loss"].dtype == np.float32
-    assert v["step"] == 3 and v["step"].dtype == np.float32
+    # Read as written (issue 12 item 8): an integer literal stays an integer, int64.
+    assert v["step"] == 3 and v["step"].dtype == np.int64 and v["step"].shape == ()
+    assert v["grads.fc1.weight"].dtype == np.int64  # all integers; [0.1, 3] above: floats
     assert v["ok"] is True and v["name"] == "mlp" and v["none"] is None
     assert v["labels"] == ["a", "b"] and v["mask"].dtype == np.bool_
     assert v["empty"].shape == (0,)

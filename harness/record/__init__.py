@@ -22,6 +22,7 @@ atomic side files), ``read`` (strict format 1) and ``loose`` (JSON from other pr
 the names from ``harness.record``; the modules are its layout, not its interface.
 """
 
+from harness.escape import one_line
 from harness.record.read import decode, read_side, side_env
 from harness.record.values import (
     DTYPES,
@@ -38,7 +39,6 @@ from harness.record.values import (
     RecordError,
     SideRecord,
     normalize,
-    one_line,
 )
 from harness.record.write import atomic_write_text, dumps_side, encode, json_float, write_side
 

@@ -1,7 +1,9 @@
-"""Loose JSON (no ``"format"`` key), as other programs write it: nested objects flattened with
-dots, numbers and rectangular numeric lists as arrays of the default dtype, typed records
-recognised at any depth. A mixin of the reader in ``harness.record.read``, which supplies
-``typed``, ``array``, ``record``, ``fail``, ``default_dtype`` and ``max_elements``."""
+"""Loose JSON (not a format-1 side file), read as written: nested objects flattened with dots;
+integers, and rectangular lists of integers, as int64 arrays (an integer outside int64 is an
+error, never a float); other numbers and numeric lists as arrays of the default dtype; typed
+records recognised at any depth. A mixin of the reader in ``harness.record.read``, which
+supplies ``typed``, ``array``, ``int_array``, ``int64``, ``record``, ``fail``,
+``default_dtype`` and ``max_elements``."""
 
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ class LooseReading:
             return self.loose_list(key, value)
         if isinstance(value, bool) or value is None or type(value) is str:
             return value
+        if type(value) is int:
+            return np.array(self.int64(key, value, "integer"), dtype=np.int64)
         return self.array(key, [value], self.default_dtype, strict=False).reshape(())
 
     def loose_list(self, key: str, items: list) -> Any:
@@ -54,6 +58,10 @@ class LooseReading:
             return np.array(leaves, dtype=bool).reshape(shape)
         if bool in kinds:
             raise self.fail(key, "list mixes bools with other values")
+        if kinds == {int}:
+            for i, x in enumerate(leaves):
+                self.int64(key, x, f"data[{i}] = integer")
+            return self.int_array(key, leaves, "int64").reshape(shape)
         return self.array(key, leaves, self.default_dtype, strict=False).reshape(shape)
 
     def nested_shape(self, key: str, items: list) -> tuple[list[int], list]:

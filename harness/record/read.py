@@ -15,6 +15,7 @@ import numpy as np
 
 from harness import sidecar
 from harness.record.loose import LooseReading
+from harness.record.source import read_bytes
 from harness.record.values import (
     DTYPES,
     ERROR_KEYS,
@@ -41,6 +42,9 @@ except ImportError:  # pragma: no cover - the fallback test monkeypatches it awa
 _HEADER = ("format", "case", "side", "env", "values")
 _NUMBERS = frozenset({float, int})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+# orjson reads an integer literal outside [-2**63, 2**64) as a float. Any float this large may
+# have been one, so a document holding one is parsed again by the stdlib (exact integers).
+_MAYBE_INT = 2.0**63
 
 
 def _preview(value: Any) -> str:
@@ -64,15 +68,27 @@ def read_side(
     """
     if default_dtype not in FLOAT_DTYPES:
         raise ValueError(f"default_dtype must be one of {FLOAT_DTYPES}, got {default_dtype!r}")
+    if not os.fspath(path):  # Path("") would be ".", the current folder
+        raise RecordError("''", None, "empty file name, expected a JSON file")
     reader = _Reader(Path(path), default_dtype, max_elements, verify_sidecars)
     if data is None:
         data = read_bytes(reader.path, max_bytes)
     elif not data:
         raise reader.fail(None, "empty file (0 bytes), expected a JSON object")
-    doc = reader.parse(data)
-    if type(doc) is not dict:
-        raise reader.fail(None, f"top level must be a JSON object, not {_kind(doc)}")
-    return reader.strict(doc) if "format" in doc else reader.loose(doc)
+    try:
+        return reader.document(reader.parse(data))
+    except _Reparse:
+        reader = _Reader(reader.path, default_dtype, max_elements, verify_sidecars)
+        doc = reader.parse_stdlib(reader.text(data))
+        reader.census(doc)
+        return reader.document(doc)
+
+
+def is_side_file(doc: dict) -> bool:
+    """A top-level ``"format"`` is a header only when it is this harness's format number and
+    ``values`` is present; otherwise the file is loose JSON and ``format`` is data."""
+    version = doc.get("format")
+    return type(version) is int and version == FORMAT_VERSION and "values" in doc
 
 
 def side_env(text: str) -> dict:
@@ -92,23 +108,6 @@ def decode(obj: Any, *, path: str | os.PathLike, key: str) -> Any:
     return _Reader(Path(path), "float32", MAX_ELEMENTS, True).typed(key, obj)
 
 
-def read_bytes(path: Path, max_bytes: int) -> bytes:
-    if path.is_dir():
-        raise RecordError(path, None, "is a directory, expected a JSON file")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
-    except FileNotFoundError:
-        raise RecordError(path, None, "no such file") from None
-    except OSError as exc:
-        raise RecordError(path, None, f"cannot read ({exc.strerror or exc})") from None
-    if not data:
-        raise RecordError(path, None, "empty file (0 bytes), expected a JSON object")
-    if len(data) > max_bytes:
-        raise RecordError(path, None, f"file is larger than {max_bytes} bytes (max_bytes)")
-    return data
-
-
 def _kind(obj: Any) -> str:
     if isinstance(obj, bool):
         return "a bool"
@@ -126,6 +125,10 @@ class _DuplicateKey(Exception):
     pass
 
 
+class _Reparse(Exception):
+    """orjson may have read an integer beyond 64 bits as a float: parse with the stdlib."""
+
+
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
     out = dict(pairs)
     if len(out) != len(pairs):
@@ -137,15 +140,6 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
-def _all_finite(obj: Any) -> bool:
-    """No NaN / Infinity literal or overflowed number anywhere (depth is already bounded)."""
-    if type(obj) is dict:
-        return all(_all_finite(v) for v in obj.values())
-    if type(obj) is list:
-        return all(_all_finite(v) for v in obj)
-    return not isinstance(obj, float) or math.isfinite(obj)
-
-
 class _Reader(LooseReading):
     """Parsing and validation of one file: path for messages, limits, collected warnings."""
 
@@ -155,6 +149,7 @@ class _Reader(LooseReading):
         self.warnings: list[str] = []
         self.sidecars: list[str] = []
         self.kinds: dict[int, set] = {}  # id(list) -> element types, found by census
+        self.exact_ints = True  # False while decoding what orjson parsed (see _MAYBE_INT)
 
     def fail(self, key: str | None, problem: str) -> RecordError:
         return RecordError(self.path, key, problem)
@@ -174,6 +169,7 @@ class _Reader(LooseReading):
                 # duplicate keys, which breaks this count; so does a ':' written as \u003a.
                 escapes = b"\\" in data and b"\\u" in data  # one memchr pass when none
                 if not escapes and data.count(b":") == keys + colons:
+                    self.exact_ints = False
                     return doc
                 self.kinds.clear()
         doc = self.parse_stdlib(self.text(data))
@@ -227,6 +223,24 @@ class _Reader(LooseReading):
                     colons += value.count(":")
         return keys, colons
 
+    def inexact(self, found: bool) -> None:
+        """``found``: a float of at least 2**63 in magnitude, maybe an integer orjson rounded."""
+        if found and not self.exact_ints:
+            raise _Reparse
+
+    def document(self, doc: Any) -> SideRecord:
+        if type(doc) is not dict:
+            raise self.fail(None, f"top level must be a JSON object, not {_kind(doc)}")
+        if is_side_file(doc):
+            return self.strict(doc)
+        if "format" in doc and "values" in doc:  # a side file of another version, perhaps
+            version = _preview(doc["format"])
+            self.warnings.append(
+                f"format: {version} is not this harness's format {FORMAT_VERSION}; "
+                "the file is read as loose JSON (every key is data)"
+            )
+        return self.loose(doc)
+
     # -- format 1
 
     def strict(self, doc: dict) -> SideRecord:
@@ -235,15 +249,11 @@ class _Reader(LooseReading):
                 raise self.fail(name, "missing header key of a format-1 file")
             if name not in _HEADER:
                 raise self.fail(name, f"unknown header key (format 1 has {', '.join(_HEADER)})")
-        version = doc["format"]
-        if type(version) is not int or version != FORMAT_VERSION:
-            problem = f"unsupported format version {_preview(version)} (this harness reads 1)"
-            raise self.fail("format", problem)
         for name, kind in (("case", str), ("side", str), ("env", dict), ("values", dict)):
             if type(doc[name]) is not kind:
                 raise self.fail(name, f"must be {_kind(kind())}, not {_kind(doc[name])}")
         values = {key: self.typed(key, obj) for key, obj in doc["values"].items()}
-        if not _all_finite(doc["env"]):
+        if not self.plain_numbers("env", doc["env"]):
             raise self.fail("env", "NaN/Infinity literal or overflowing number is not JSON")
         return self.record(doc["case"], doc["side"], doc["env"], values, FORMAT_VERSION)
 
@@ -263,13 +273,11 @@ class _Reader(LooseReading):
                 return self.error(key, obj)
             wanted = "{dtype, shape, data}, a sidecar reference or {error, message}"
             raise self.fail(key, f"unrecognised record with keys {sorted(found)}; want {wanted}")
-        if not _all_finite(obj):
-            problem = "NaN/Infinity literal or overflowing number is not JSON"
-            raise self.fail(key, f"{problem}; format 1 writes it as a 0-d tensor record")
         if type(obj) is list:
             self.plain_list(key, obj)
-        elif type(obj) is int and not INT64_RANGE[0] <= obj <= INT64_RANGE[1]:
-            raise self.fail(key, f"integer {_preview(obj)} is outside int64")
+        if not self.plain_numbers(key, obj):
+            problem = "NaN/Infinity literal or overflowing number is not JSON"
+            raise self.fail(key, f"{problem}; format 1 writes it as a 0-d tensor record")
         return obj
 
     def plain_list(self, key: str, items: list) -> None:
@@ -278,6 +286,26 @@ class _Reader(LooseReading):
                 self.plain_list(key, item)
             elif type(item) is dict:
                 raise self.fail(key, "a plain list may not contain objects")
+
+    def plain_numbers(self, key: str, obj: Any) -> bool:
+        """False for a non-finite number anywhere in a plain value; RecordError for an integer
+        outside int64 (depth is already bounded)."""
+        if type(obj) is dict:
+            return all(self.plain_numbers(key, v) for v in obj.values())
+        if type(obj) is list:
+            return all(self.plain_numbers(key, v) for v in obj)
+        if type(obj) is int:
+            self.int64(key, obj, "integer")
+        elif isinstance(obj, float):  # _Literal (NaN, Infinity) included
+            self.inexact(abs(obj) >= _MAYBE_INT)
+            return math.isfinite(obj)
+        return True
+
+    def int64(self, key: str, value: int, what: str) -> int:
+        """``value``, or RecordError quoting the literal when it is outside int64."""
+        if not INT64_RANGE[0] <= value <= INT64_RANGE[1]:
+            raise self.fail(key, f"{what} {_preview(value)} is outside int64")
+        return value
 
     def error(self, key: str, obj: dict) -> CapturedError:
         if type(obj["error"]) is not str or type(obj["message"]) is not str:
@@ -291,6 +319,7 @@ class _Reader(LooseReading):
             raise self.fail(key, f"unknown dtype {_preview(dtype)} (known: {', '.join(DTYPES)})")
         if type(shape) is not list or len(shape) > 32:
             raise self.fail(key, f"shape must be a list of at most 32 sizes, not {_kind(shape)}")
+        self.inexact(any(type(n) is float and abs(n) >= _MAYBE_INT for n in shape))
         if not all(type(n) is int and n >= 0 for n in shape):
             raise self.fail(key, f"shape {_preview(shape)} is not all non-negative integers")
         count = math.prod(shape)
@@ -321,11 +350,14 @@ class _Reader(LooseReading):
         if not self.verify:
             return None
         try:
-            return sidecar.read_sidecar(
+            array = sidecar.read_sidecar(
                 self.path.parent, name, dtype, shape, digest, summary=obj["summary"]
             )
         except sidecar.SidecarError as exc:
             raise self.fail(key, str(exc)) from None
+        except OSError as exc:  # a name too long for the file system, a permission, ...
+            raise self.fail(key, f"sidecar {name}: cannot read ({exc.strerror or exc})") from None
+        return array
 
     # -- numbers
 
@@ -334,9 +366,16 @@ class _Reader(LooseReading):
         if dtype == "bool" or dtype in INT_DTYPES:
             return self.int_array(key, data, dtype)
         wide = None
-        if self.types(data) <= _NUMBERS:
-            with contextlib.suppress(OverflowError):
+        kinds = self.types(data)
+        if kinds <= _NUMBERS:
+            with contextlib.suppress(OverflowError):  # beyond float64: slow_floats says so
                 wide = np.array(data, dtype=np.float64)
+            if wide is not None and int in kinds:  # never silently a float: ints fit int64
+                for i, x in enumerate(data):
+                    if type(x) is int:
+                        self.int64(key, x, f"data[{i}] = integer")
+            if wide is not None and float in kinds:
+                self.inexact(bool((np.abs(wide) >= _MAYBE_INT).any()))
         if wide is None or not np.isfinite(wide).all():
             wide = self.slow_floats(key, data, strict)  # names the offending entry
         return self.narrow(key, data, wide, dtype, strict)
@@ -379,6 +418,10 @@ class _Reader(LooseReading):
             value = math.inf
         if not math.isfinite(value):  # 1e400 parses as inf: only the strings may say so
             raise self.fail(key, f"data[{i}] overflows float64 (beyond 1.8e308 in magnitude)")
+        if type(x) is int:
+            self.int64(key, x, f"data[{i}] = integer")
+        else:
+            self.inexact(abs(x) >= _MAYBE_INT)
         return value
 
     def narrow(self, key: str, data: list, wide: np.ndarray, dtype: str, strict: bool):
@@ -399,6 +442,7 @@ class _Reader(LooseReading):
     def int_array(self, key: str, data: list, dtype: str) -> np.ndarray:
         want = bool if dtype == "bool" else int
         if not self.types(data) <= {want}:
+            self.inexact(any(type(x) is float and abs(x) >= _MAYBE_INT for x in data))
             i = next(i for i, x in enumerate(data) if type(x) is not want)
             expected = "a bool" if want is bool else "an integer"
             found = f"{_kind(data[i])} {_preview(data[i])}"

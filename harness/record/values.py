@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.escape import one_line
+
 FORMAT_VERSION = 1
 ELEMENTS_PER_LINE = 8
 SIDECAR_THRESHOLD = 65536  # larger tensors go to .npy sidecars, in out/ and golden/ alike
@@ -53,17 +55,17 @@ class SideRecord:
 
 
 class RecordError(Exception):
-    """Unreadable or malformed input; ``str()`` is one line ``<path>: <key>: <problem>``."""
+    """Unreadable or malformed input; ``str()`` is one line ``<path>: <key>: <problem>``.
+
+    Path, key and problem are escaped by ``harness.escape.one_line`` (a hostile key or sidecar
+    name cannot put control characters on the terminal); runs of whitespace in the problem
+    become one space.
+    """
 
     def __init__(self, path: str | os.PathLike, key: str | None, problem: str):
         self.path, self.key, self.problem = str(path), key, problem
-        parts = [one_line(self.path)] + ([] if key is None else [one_line(key)])
-        super().__init__(": ".join([*parts, " ".join(problem.split())]))
-
-
-def one_line(text: str) -> str:
-    """Control characters escaped: one message is one line, whatever a hostile file holds."""
-    return text if text.isprintable() else ascii(text)[1:-1]
+        parts = [self.path] + ([] if key is None else [key]) + [" ".join(problem.split())]
+        super().__init__(": ".join(one_line(part) for part in parts))
 
 
 # ---------------------------------------------------------------- normalize
@@ -101,9 +103,7 @@ def _normalize_value(key: str, value: Any) -> Any:
     if isinstance(value, np.ndarray | np.generic):  # before float: np.float64 is a float
         return _checked_array(key, np.asarray(value))
     if isinstance(value, int):
-        if not INT64_RANGE[0] <= value <= INT64_RANGE[1]:
-            raise TypeError(f"{key}: int {value} is outside int64; return a str or an array")
-        return int(value)
+        return _int64(key, value)
     if isinstance(value, float):
         # JSON has no literal for NaN / inf; a 0-d array carries them as strings.
         return float(value) if math.isfinite(value) else np.array(value, dtype=np.float64)
@@ -135,6 +135,12 @@ def _checked_array(key: str, array: np.ndarray) -> np.ndarray:
     return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
+def _int64(key: str, value: int) -> int:
+    if not INT64_RANGE[0] <= value <= INT64_RANGE[1]:
+        raise TypeError(f"{key}: int {value} is outside int64; return a str or an array")
+    return int(value)
+
+
 def _plain_item(key: str, item: Any) -> Any:
     """An element of a plain list: JSON scalars and nested lists only."""
     if isinstance(item, np.generic):
@@ -143,6 +149,8 @@ def _plain_item(key: str, item: Any) -> Any:
         return [_plain_item(key, x) for x in item]
     if isinstance(item, float) and not math.isfinite(item):
         raise TypeError(f"{key}: non-finite float inside a list; return a numpy array instead")
-    if item is None or isinstance(item, bool | int | float | str):
+    if isinstance(item, int) and not isinstance(item, bool):
+        return _int64(key, item)
+    if item is None or isinstance(item, bool | float | str):
         return item
     raise TypeError(f"{key}: a list may hold numbers, bools, None, str, lists; not {item!r}")

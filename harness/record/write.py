@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from harness import sidecar
-from harness.record.read import read_bytes, read_side
+from harness.escape import one_line
+from harness.record.read import read_side
+from harness.record.source import read_bytes
 from harness.record.values import (
     ELEMENTS_PER_LINE,
     FORMAT_VERSION,
@@ -179,9 +181,26 @@ def _format_float(x: float) -> str:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str | bytes) -> None:
-    """Atomically replace ``path`` with ``text`` (UTF-8; temp file, fsync, os.replace)."""
+    """Atomically replace ``path`` with ``text`` (UTF-8; temp file, fsync, os.replace).
+
+    An OSError names ``path`` (not the temporary file, nor nothing, as a failed ``write``
+    on a full disk would).
+    """
     data = text.encode("utf-8") if isinstance(text, str) else text
-    sidecar.atomic_write(path, lambda f: f.write(data))
+    try:
+        sidecar.atomic_write(path, lambda f: f.write(data))
+    except OSError as exc:
+        raise write_error(exc, path) from exc
+
+
+def write_error(exc: OSError, path: str | os.PathLike, key: str | None = None) -> OSError:
+    """``exc`` (same errno, so the same OSError subclass) naming the file being written and,
+    for a sidecar, its key: ``str()`` reads ``[Errno 28] <key>: cannot write its sidecar
+    (No space left on device): '<path>'``; ``strerror`` and ``filename`` carry the parts."""
+    problem = exc.strerror or str(exc)
+    if key is not None:
+        problem = f"{one_line(key)}: cannot write its sidecar ({problem})"
+    return OSError(exc.errno, problem, str(path))
 
 
 def write_side(
@@ -202,11 +221,14 @@ def write_side(
     path = Path(path)
     normalized = normalize(values)
     old = _referenced_sidecars(path)
-    refs = {
-        key: sidecar.write_sidecar(path.parent, path.stem, key, value)
-        for key, value in normalized.items()
-        if isinstance(value, np.ndarray) and value.size > sidecar_threshold
-    }
+    refs: dict[str, dict] = {}
+    for key, value in normalized.items():
+        if isinstance(value, np.ndarray) and value.size > sidecar_threshold:
+            try:
+                refs[key] = sidecar.write_sidecar(path.parent, path.stem, key, value)
+            except OSError as exc:  # e.g. a name too long, a full disk: say which key
+                _remove(path.parent, {ref["sidecar"] for ref in refs.values()} - old)
+                raise write_error(exc, path, key) from exc
     new = {ref["sidecar"] for ref in refs.values()}
     data = _dumps_bytes(case, side, normalized, env, refs)
     try:

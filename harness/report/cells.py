@@ -3,6 +3,8 @@
 Values are printed with the shortest text that reads back to the same value of their dtype
 (``str(np.float32(x))`` for float32, ``repr`` for float64), so two values that differ never
 print the same. Nothing here computes a statistic: every number comes from a ``TensorDiff``.
+Text from input (keys, labels, titles, strings, error types) leaves here escaped by
+``harness.escape.one_line``; the Markdown and HTML renderers add their own syntax escaping.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from harness.diff import Diff, TensorDiff
+from harness.escape import one_line
 from harness.record import CapturedError
 
 SAMPLE_ELEMENTS = 6  # elements shown per value in a one-line summary
@@ -32,10 +35,10 @@ def format_value(value: Any, dtype: str | None = None) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        return repr(value)
+        return repr(value)  # repr escapes what one_line escapes, and quotes
     if hasattr(value, "type") and hasattr(value, "message"):
-        return f"{value.type}({value.message!r})"
-    return repr(value)
+        return f"{one_line(str(value.type))}({value.message!r})"
+    return one_line(repr(value))
 
 
 def format_index(index: Sequence[int] | None) -> str:
@@ -75,7 +78,7 @@ def mismatch_details(row: TensorDiff) -> str:
 
 def structural_problem(row: TensorDiff, labels: tuple[str, str]) -> str | None:
     """The text of a missing / dtype / shape failure, or None for a compared row."""
-    la, lb = labels
+    la, lb = (one_line(label) for label in labels)
     if row.status == "missing":
         return f"missing in {lb if row.missing_from == 'b' else la}"
     if row.status == "dtype":
@@ -93,7 +96,7 @@ def row_summary(row: TensorDiff, labels: tuple[str, str] = ("torch", "engine")) 
     problem = structural_problem(row, labels)
     if problem is not None:
         return problem
-    la, lb = labels
+    la, lb = (one_line(label) for label in labels)
     a, b = format_value(row.a_worst, row.dtype_a), format_value(row.b_worst, row.dtype_b)
     return (
         f"{row.mismatches} of {row.n} differ; worst at {format_index(row.worst_index)}: "
@@ -133,7 +136,7 @@ def verdict(diff: Diff, divergence: bool = False, *, words: Words | None = None)
 
 def header(diff: Diff) -> str:
     la, lb = diff.labels
-    return f"{la} vs {lb}" + (f" ({diff.title})" if diff.title else "")
+    return one_line(f"{la} vs {lb}" + (f" ({diff.title})" if diff.title else ""))
 
 
 def table_cells(row: TensorDiff, labels: tuple[str, str]) -> list[str]:
@@ -141,7 +144,7 @@ def table_cells(row: TensorDiff, labels: tuple[str, str]) -> list[str]:
     max rel, max ulp, worst at, the two values there, details."""
     numeric = row.status in ("ok", "fail")  # compared values, not a structural problem
     return [
-        row.key,
+        one_line(row.key),
         row.status.upper() if numeric else row.status,
         str(row.n) if numeric else "",
         max_abs_text(row) if numeric and row.max_abs is not None else "",
@@ -177,7 +180,7 @@ def value_summary(value: Any, limit: int = SAMPLE_ELEMENTS) -> str:
         more = f", ... ({flat.size} values)" if flat.size > limit else ""
         return f"{dtype}{format_index(value.shape)} [{', '.join(shown)}{more}]"
     if isinstance(value, CapturedError):
-        return f"{value.type}: {first_line(value.message, 160)}"
+        return one_line(f"{value.type}: {first_line(value.message, 160)}")
     return format_value(value)
 
 

@@ -62,7 +62,7 @@ def write_case_reports(reports: Sequence[CaseReport], args: Any) -> None:
     """Write the report files a case run asked for."""
     write_reports(
         args,
-        json_doc=lambda: cases_json(reports),
+        json_doc=lambda: cases_json(reports, timings=bool(getattr(args, "timings", False))),
         markdown=lambda: cases_markdown(reports),
         html=lambda: render_cases_html(reports),
     )

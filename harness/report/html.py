@@ -32,6 +32,7 @@ from harness.report.html_parts import (
     badge,
     docstring_html,
     escape,
+    escape_block,
     html_table,
     inline_code,
     slug,
@@ -61,7 +62,7 @@ def diff_html(diff: Diff, divergence: bool = False, details: Sequence[RowDetail]
     rows = [_row_cells(row, diff.labels, divergence) for row in diff.rows]
     table = html_table([escape(h) for h in head], rows, "diff")
     caption = f"{escape(header(diff))}: <b>{escape(verdict(diff, divergence))}</b>"
-    terminal = escape(render_text(diff, divergence, details=details))
+    terminal = escape_block(render_text(diff, divergence, details=details))
     return (
         f'<div class="difftable"><p class="verdict">{caption}</p>{table}'
         f"{_elements_html(diff, details)}"

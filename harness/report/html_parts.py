@@ -7,9 +7,17 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from harness.escape import lines, one_line
+
 
 def escape(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    """Text as HTML: non-printable characters escaped as everywhere (one line), then entities."""
+    return html.escape(one_line(str(text)), quote=True)
+
+
+def escape_block(text: str) -> str:
+    """Like ``escape``, keeping line breaks (the terminal table inside a ``<pre>``)."""
+    return html.escape(lines(text), quote=True)
 
 
 def slug(text: str) -> str:

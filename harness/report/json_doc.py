@@ -170,8 +170,12 @@ def _json_value(value: Any) -> Any:
     return repr(value)
 
 
-def cases_json(reports: Sequence[CaseReport]) -> dict:
-    """The ``--json`` document of a case run: every Diff in ``comparisons``, cases index them."""
+def cases_json(reports: Sequence[CaseReport], *, timings: bool = False) -> dict:
+    """The ``--json`` document of a case run: every Diff in ``comparisons``, cases index them.
+
+    ``seconds`` (wall-clock time) is null unless ``timings``: without it the document is
+    byte-identical for the same results, like every other output.
+    """
     comparisons: list[Diff] = []
     details: list[Sequence[RowDetail]] = []
 
@@ -187,7 +191,7 @@ def cases_json(reports: Sequence[CaseReport]) -> dict:
             "case": r.case,
             "ok": r.ok,
             "doc": r.doc,
-            "seconds": r.seconds,
+            "seconds": r.seconds if timings else None,
             "error": r.error,
             "raised": _json_raised(r.raised),
             "checks": [

@@ -1,10 +1,19 @@
-"""Markdown (GitHub-flavoured: a pull-request comment or a book chapter): one table per Diff."""
+"""Markdown (GitHub-flavoured: a pull-request comment or a book chapter): one table per Diff.
+
+Text from input never becomes markup: non-printable characters are escaped as everywhere
+(``harness.escape.one_line``), then ``_md`` backslash-escapes the characters that start
+inline markup or raw HTML (``<``, ``&``, backticks, ``*``, a link's ``]``) and pipes, and
+``_code`` puts keys and labels in code spans whose fence is longer than any backtick run
+they hold.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from harness.diff import Diff, TensorDiff
+from harness.escape import one_line
 from harness.report.cells import header, table_cells, verdict
 from harness.report.text import render_traceback
 from harness.results import CaseReport
@@ -31,12 +40,28 @@ def _markdown_section(diff: Diff) -> str:
 
 def _markdown_row(row: TensorDiff, labels: tuple[str, str]) -> str:
     key, *cells = table_cells(row, labels)
-    return "| " + " | ".join(_md(c) for c in [f"`{key}`", *cells]) + " |"
+    return "| " + " | ".join([_code(key), *(_md(c) for c in cells)]) + " |"
+
+
+# Inline markup and raw HTML start with one of these; "|" ends a table cell. A "]" is
+# escaped where it would close a link, an image, a reference or a definition ("](", "][",
+# "]:"), so indices such as [2, 1] stay readable. "_" is left alone: it only emphasises at
+# word boundaries, and case names are full of it.
+_MARKUP = re.compile(r"([\\`*<>&~|]|\](?=[(\[:]))")
+_BACKTICKS = re.compile(r"`+")
 
 
 def _md(text: str) -> str:
-    """Escape what would break a table cell: pipes and line breaks."""
-    return text.replace("\\|", "|").replace("|", "\\|").replace("\n", " ")
+    """Plain text in a table cell or a line: escaped, never markup, never HTML."""
+    return _MARKUP.sub(r"\\\1", one_line(text))
+
+
+def _code(text: str) -> str:
+    """A code span holding ``text`` as is (pipes escaped for the table), one line."""
+    text = one_line(text).replace("|", "\\|")
+    fence = "`" * (1 + max((len(run) for run in _BACKTICKS.findall(text)), default=0))
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def cases_markdown(reports: Sequence[CaseReport]) -> str:
@@ -50,7 +75,7 @@ def cases_markdown(reports: Sequence[CaseReport]) -> str:
         if r.raised is not None:
             parts.append(f"```\n{render_traceback(r.raised)}\n```")
         for c in r.checks:
-            parts.append(f"- `{_md(c.label)}`: {'ok' if c.ok else 'FAIL'}: {_md(c.message)}")
+            parts.append(f"- {_code(c.label)}: {'ok' if c.ok else 'FAIL'}: {_md(c.message)}")
             if c.diff is not None:
                 parts.append(render_markdown(c.diff).rstrip("\n"))
     return "\n\n".join(parts) + "\n"

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.diff import Diff, TensorDiff
+from harness.escape import lines as escape_lines
+from harness.escape import one_line
 from harness.mismatches import RowDetail
 from harness.report.cells import (
     CHECK_WORDS,
@@ -76,7 +78,7 @@ def render_text(
     """
     words = words or (DIVERGENCE_WORDS if divergence else CHECK_WORDS)
     shown = [r for r in diff.rows if not (only_failing and r.ok)]
-    width = max([MIN_NAME_WIDTH, *(len(row.key) for row in shown)])
+    width = max([MIN_NAME_WIDTH, *(len(one_line(row.key)) for row in shown)])
     by_key = {d.key: d for d in details}
     lines = [f"== {header(diff)}"]
     for row in shown:
@@ -87,7 +89,8 @@ def render_text(
     if hidden:
         lines.append(f"({hidden} {_rows(hidden)} within tolerance not shown; {ROWS_HINT})")
     lines.append(verdict(diff, words=words))
-    return "\n".join(line.rstrip() for line in lines)
+    # Every line escaped (labels, values, error types): nothing from input reaches the terminal raw.
+    return "\n".join(one_line(line.rstrip()) for line in lines)
 
 
 def _rows(count: int) -> str:
@@ -95,7 +98,7 @@ def _rows(count: int) -> str:
 
 
 def _text_row(row: TensorDiff, width: int, labels: tuple[str, str], word: str = "FAIL") -> str:
-    name = f"{row.key:<{width}} "
+    name = f"{one_line(row.key):<{width}} "
     problem = structural_problem(row, labels)
     if problem is not None:
         return name + f"{word} " + problem
@@ -161,7 +164,7 @@ def render_check(
     lines += [table] if table else []
     if raised is not None:
         lines.append(render_traceback(raised))
-    return "\n".join(lines)
+    return escape_lines("\n".join(lines))
 
 
 def _check_table(check: CheckReport, verbose: bool = True) -> str:
@@ -190,7 +193,7 @@ def render_golden(golden: GoldenReport, *, verbose: bool = True, update: str | N
     lines += [table] if table else []
     if update and golden.status in ACCEPTABLE:
         lines.append(f"to accept this output as the golden: {update}")
-    return "\n".join(lines)
+    return escape_lines("\n".join(lines))
 
 
 # Golden failures that rewriting the golden resolves (a refused or non-deterministic one is not).
@@ -274,7 +277,7 @@ def render_case(report: CaseReport, *, verbose: bool = True, update: str | None 
         if update and golden.status in ACCEPTABLE:
             lines.append(f"to accept this output as the golden: {update}")
     lines.append(f"{report.case}: {'OK' if report.ok else 'FAIL'}")
-    return "\n".join(lines)
+    return escape_lines("\n".join(lines))
 
 
 def _mark(ok: bool) -> str:
@@ -358,7 +361,7 @@ def render_summary(
     if stale and not allow_stale:
         problems.append(f"{len(stale)} stale golden" + ("s" if len(stale) > 1 else ""))
     lines.append("OK" if not problems else f"FAIL ({', '.join(problems)})")
-    return "\n".join(lines)
+    return escape_lines("\n".join(lines))
 
 
 def render_headline(head: Headline) -> list[str]:
