@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import command
+from harness import command, startup
 
 PYPROJECT = Path(__file__).resolve().parent / "pyproject.toml"
 
@@ -23,4 +23,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    startup.skip_final_collection()  # the process ends here: its last collection frees nothing
+    sys.exit(code)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness import startup
 from harness.cli import (
     UsageError,
     error,
@@ -294,6 +295,13 @@ def _warn_env(prog: str, side_a: Any, side_b: Any) -> None:
 # Case mode: `conformance [--case NAME ...]`, over harness.session and harness.runner
 
 
+def console_main() -> None:
+    """The ``conformance`` console script: ``main``, then exit without the final collection."""
+    code = main()
+    startup.skip_final_collection()
+    sys.exit(code)
+
+
 def run_cases_main(args: argparse.Namespace, project: Path | None = None) -> int:
     """Run the named cases (all when none) via ``run_cases(case_names, args)``."""
     from harness.project import ConfigError, load_project, read_project
@@ -306,6 +314,7 @@ def run_cases_main(args: argparse.Namespace, project: Path | None = None) -> int
     if root not in sys.path:  # case files import the project's own modules, as under pytest
         sys.path.insert(0, root)
     try:
+        startup.import_torch()  # before the case files, which import torch at their top
         run = _case_runner()
     except ImportError as exc:
         return error(args.prog, f"cannot run cases: {exc}")

@@ -169,4 +169,4 @@ def test_the_package_declares_the_plugin_and_the_console_script():
     plugins = {(e.name, e.value) for e in entry_points(group="pytest11")}
     assert ("harness.pytest_plugin", "harness.pytest_plugin") in plugins
     scripts = {(e.name, e.value) for e in entry_points(group="console_scripts")}
-    assert ("conformance", "harness.command:main") in scripts
+    assert ("conformance", "harness.command:console_main") in scripts
