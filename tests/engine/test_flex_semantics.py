@@ -149,3 +149,27 @@ def test_cast_is_tracked_and_casts_the_gradient_back():
 def test_cast_to_the_same_dtype_is_the_tensor_itself():
     x = leaf([1.0])
     assert x.cast("float32") is x
+
+
+# ---- item 5: LayerNorm's variance gradient takes mean_dim's f64 1/n -----------------------------
+
+
+def test_layer_norm_float64_gradient_matches_torch_to_float64_rounding():
+    # burn's LayerNorm is the ModuleOps::layer_norm composite (burn-backend modules/base.rs):
+    # var = mean_dim(centered * centered), whose backward's 1/n is f64. A var built with a
+    # scalar division had the f32-rounded 1/3 in its gradient (relative error ~1e-8).
+    import torch
+
+    from harness.engine import LayerNorm, Param
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3))
+    cot = rng.standard_normal((4, 3))
+    gamma = rng.standard_normal(3)
+    norm = LayerNorm(Param.from_tensor(Tensor.from_numpy(gamma, AD)), None, 1e-5)
+    xe = Tensor.from_numpy(x, AD).require_grad()
+    engine = xe.grad((norm.forward(xe) * Tensor.from_numpy(cot, AD)).sum().backward()).numpy()
+    xt = torch.tensor(x, requires_grad=True)
+    out = torch.nn.functional.layer_norm(xt, (3,), torch.tensor(gamma), None, 1e-5)
+    (expected,) = torch.autograd.grad((out * torch.tensor(cot)).sum(), [xt])
+    np.testing.assert_allclose(engine, expected.numpy(), rtol=1e-12, atol=1e-14)
