@@ -242,11 +242,13 @@ class Tensor(AutodiffMethods):
     recip = unary_method(unary.RECIP)
     exp = unary_method(unary.EXP)
     log = unary_method(unary.LOG)
+    log1p = unary_method(unary.LOG1P)
     sqrt = unary_method(unary.SQRT)
     abs = unary_method(unary.ABS)
     relu = unary_method(nn.RELU)
     tanh = unary_method(nn.TANH)
     sigmoid = unary_method(nn.SIGMOID)
+    log_sigmoid = unary_method(nn.LOG_SIGMOID)
     log_softmax = unary_method(nn.LOG_SOFTMAX)
     softmax = unary_method(nn.SOFTMAX)
     sum = unary_method(reductions.SUM)
@@ -254,7 +256,9 @@ class Tensor(AutodiffMethods):
     sum_dim = unary_method(reductions.SUM_DIM)
     mean_dim = unary_method(reductions.MEAN_DIM)
     max_dim = unary_method(reductions.MAX_DIM)
+    min_dim = unary_method(reductions.MIN_DIM)
     argmax = untracked_method(reductions.ARGMAX)
+    argmin = untracked_method(reductions.ARGMIN)
     reshape = unary_method(shape_ops.RESHAPE)
     swap_dims = unary_method(shape_ops.SWAP_DIMS)
     slice = unary_method(shape_ops.SLICE)
@@ -335,6 +339,10 @@ class Tensor(AutodiffMethods):
     def max_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
         """(max over `dim`, int64 index of the first maximum), both keeping `dim`."""
         return self.max_dim(dim), self.argmax(dim)
+
+    def min_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """(min over `dim`, int64 index of the first minimum), both keeping `dim`."""
+        return self.min_dim(dim), self.argmin(dim)
 
     def max(self) -> Tensor:
         """Max of all elements, shape (1,)."""

@@ -173,3 +173,36 @@ def test_layer_norm_float64_gradient_matches_torch_to_float64_rounding():
     out = torch.nn.functional.layer_norm(xt, (3,), torch.tensor(gamma), None, 1e-5)
     (expected,) = torch.autograd.grad((out * torch.tensor(cot)).sum(), [xt])
     np.testing.assert_allclose(engine, expected.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_cast_gradient_matches_finite_differences_on_an_exact_grid():
+    # float64 -> float32 -> float64 is the identity on values exact in f32, and a step of 2^-4
+    # keeps them exact: the central difference is then exactly the derivative (the cotangent).
+    x = np.array([[0.5, -1.25], [3.0, 0.125]])
+    c = np.array([[0.25, -1.5], [2.0, 0.875]])  # exact in f32: the f32 gradient keeps them
+    xe = Tensor.from_numpy(x, AD).require_grad()
+    y = xe.cast("float32").cast("float64")
+    engine = xe.grad((y * Tensor.from_numpy(c, AD)).sum().backward()).numpy()
+
+    def f(v):
+        return float(
+            np.sum(Tensor.from_numpy(v, PLAIN).cast("float32").cast("float64").numpy() * c)
+        )
+
+    eps = 2.0**-4
+    numeric = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        numeric[i] = (f(up) - f(down)) / (2 * eps)
+    np.testing.assert_allclose(engine, numeric, rtol=1e-12)
+    np.testing.assert_array_equal(engine, c)
+
+
+def test_cast_gradient_passes_through_the_narrow_dtype():
+    # The f32 step's backward casts the f64 cotangent to f32 (burn's float_cast backward).
+    xe = Tensor.from_numpy(np.array([1.0]), AD).require_grad()
+    y = xe.cast("float32").cast("float64")
+    g = xe.grad((y * Tensor.from_numpy(np.array([0.3]), AD)).sum().backward())
+    assert g.tolist() == [float(np.float32(0.3))]

@@ -9,8 +9,9 @@ import numpy as np
 
 from ..errors import ShapeError
 from .arrays import fmt, norm_dim, zero_of, zero_where
-from .base import Array, Grad, SavedOutput, Tracked, differentiable
+from .base import Array, Grad, SavedInput, SavedOutput, Tracked, differentiable
 from .facts import (
+    ENGINE_ZERO,
     SOFTMAX_KINKS,
     TORCH_NAN_ENGINE_ZERO,
     ZERO_KINKS,
@@ -31,9 +32,10 @@ def relu(x: Array, /) -> tuple[Array, SavedOutput]:
     flex (`relu` / `relu_backward` in `crates/burn-flex/src/ops/activation.rs`, burn commit
     2c06be351006851d42fdb6df16b976f4a82d9747) uses Rust's `f32::max`, which returns the other
     operand when one is NaN, and passes the gradient only where `out > 0`; burn's autodiff
-    `relu` calls both on either device. PyTorch difference: torch.relu(NaN) is NaN with
-    gradient NaN. Other burn backends (the default `relu` is `mask_fill(x <= 0)`) keep NaN;
-    the engine follows flex, the seed's device.
+    `relu` calls both on either device. PyTorch difference: torch.relu(NaN) is NaN, and its
+    backward passes the cotangent there (it masks only where x <= 0). burn's other backends
+    (the default `relu` is `mask_fill(x <= 0)`) keep NaN; the engine follows flex, the seed's
+    device.
     """
     out = np.fmax(x, zero_of(x.dtype))  # fmax, as Rust's max: NaN gives the other operand
     return out, SavedOutput(out)
@@ -64,9 +66,10 @@ RELU = differentiable(
                 ),
                 Diverges(
                     "*/*/specials/vjp.a",
-                    "relu at NaN: flex passes the gradient only where out > 0, so 0; torch "
-                    "propagates NaN (harness.engine.ops.nn.relu)",
-                    TORCH_NAN_ENGINE_ZERO,
+                    "relu at NaN: flex passes the gradient only where out > 0 (out is 0), so 0; "
+                    "torch masks where x <= 0, which NaN is not, so it passes the cotangent "
+                    "(harness.engine.ops.nn.relu)",
+                    ENGINE_ZERO,
                 ),
             ),
             fuzz=FuzzElementwise(mono(lambda v: max(v, 0.0))),
@@ -117,6 +120,50 @@ SIGMOID = differentiable(
             "{a}.sigmoid()",
             "torch.sigmoid({a})",
             fuzz=FuzzElementwise(mono(lambda v: 1 / (1 + math.exp(-v)))),
+        ),
+    ),
+)
+
+
+def _flex_sigmoid(x: Array) -> Array:
+    """flex's `sigmoid_f32` / `sigmoid_f64`: `1 / (1 + exp(-x))` for x >= 0, else
+    `exp(x) / (1 + exp(x))` (the forward of `sigmoid` above, without its saved record)."""
+    one = x.dtype.type(1)
+    with np.errstate(over="ignore"):
+        e = np.exp(-np.abs(x))
+    return np.where(x >= 0, one / (one + e), e / (one + e))
+
+
+def log_sigmoid(x: Array, /) -> tuple[Array, SavedInput]:
+    """`log(sigmoid(x))` as flex's fused op: `-ln_1p(exp(-x))` for x >= 0, else
+    `x - ln_1p(exp(x))`; gradient `g * sigmoid(-x)` (`log_sigmoid` / `log_sigmoid_backward`
+    in `crates/burn-flex/src/ops/activation.rs`, burn commit
+    2c06be351006851d42fdb6df16b976f4a82d9747; burn-autodiff's `log_sigmoid` calls both).
+
+    PyTorch computes the same function (`log_sigmoid` in ATen). burn's other backends use the
+    default `-max(-x, 0) - log(exp(-max(-x, 0)) + exp(-x - max(-x, 0)))`, which rounds
+    `log(1 + exp(-x))` to exactly 0 for x above about 17; the engine follows flex.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.where(x >= 0, -np.log1p(np.exp(-x)), x - np.log1p(np.exp(x)))
+    return out, SavedInput(x)
+
+
+def log_sigmoid_backward(s: SavedInput, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (g * _flex_sigmoid(np.negative(s.x)),)
+
+
+LOG_SIGMOID = differentiable(
+    "log_sigmoid",
+    log_sigmoid,
+    log_sigmoid_backward,
+    checks=(
+        unary(
+            "log_sigmoid",
+            "{a}.log_sigmoid()",
+            "torch.nn.functional.logsigmoid({a})",
+            kinks=(0.0, -0.0, 17.0, 40.0, -40.0, -100.0),
+            fuzz=FuzzElementwise(mono(lambda v: -math.log1p(math.exp(-v)))),
         ),
     ),
 )

@@ -141,6 +141,34 @@ LOG = differentiable(
 )
 
 
+def log1p(x: Array, /) -> tuple[Array, SavedInput]:
+    """Elementwise `log(1 + x)`, exact for small |x| (flex's `ln_1p`)."""
+    return np.log1p(x), SavedInput(x)
+
+
+def log1p_backward(s: SavedInput, g: Array, tracked: Tracked) -> tuple[Grad]:
+    # burn-autodiff `float_log1p`: g * recip(x + 1), the 1 a scalar of the tensor's dtype.
+    x = s.x
+    return (g * np.reciprocal(x + x.dtype.type(1)),)
+
+
+LOG1P = differentiable(
+    "log1p",
+    log1p,
+    log1p_backward,
+    checks=(
+        unary(
+            "log1p",
+            "{a}.log1p()",
+            "torch.log1p({a})",
+            domain="positive",
+            kinks=(0.0, -0.0, 1e-30, -1e-8, 3e-4, 1.0),
+            fuzz=FuzzElementwise(mono(math.log1p), _positive),
+        ),
+    ),
+)
+
+
 def sqrt(x: Array, /) -> tuple[Array, SavedInput]:
     """Elementwise square root.
 
@@ -329,6 +357,7 @@ CLAMP = differentiable(
                         "torch is max and the engine min", lambda t, e: (t == -0.5) & (e == 0.5)
                     ),
                 ),
+                _CLAMP_NAN,
             ),
         ),
         unary(
