@@ -306,9 +306,10 @@ def flex_clamp(x: Array, min=None, max=None) -> Array:
     commit 2c06be351006851d42fdb6df16b976f4a82d9747):
 
     - `clamp_min` is Rust's `x.max(min)` and `clamp_max` `x.min(max)`: NaN becomes the bound
-      (Rust's max/min return the other operand), where torch and the autodiff device keep NaN;
+      (Rust's max/min return the other operand). PyTorch difference: torch (and the autodiff
+      device) keep NaN;
     - `clamp` is Rust's `x.clamp(min, max)`: NaN stays NaN, and `min > max` panics (here a
-      ValueError with Rust's message), where torch fills with `max`.
+      ValueError with Rust's message). PyTorch difference: torch fills with `max`.
     """
     lo = None if min is None else scalar_of(x, min)
     hi = None if max is None else scalar_of(x, max)
