@@ -37,6 +37,7 @@ __all__ = [
     "marked_leaf",
     "next_node_id",
     "untracked_node",
+    "untracked_output",
 ]
 
 GRAD = "grad"
@@ -75,6 +76,21 @@ class Node:
 def untracked_node() -> Node:
     """A fresh node of a tensor on the autodiff device that takes no part in the graph."""
     return Node(next_node_id(), NONE, None, 0, None, None)
+
+
+def _untracked_step(saved, g, tracked) -> tuple:
+    """The step of an untracked op output: nothing to do (burn's `UntrackedOpsStep`)."""
+    return ()
+
+
+def untracked_output() -> Node:
+    """A fresh node of an op output on the autodiff device none of whose inputs is tracked.
+
+    burn registers a no-op step for it (`UntrackedOpsStep`, `crates/burn-autodiff/src/ops/
+    base.rs`, commit 2c06be351006851d42fdb6df16b976f4a82d9747), so `backward()` on it runs
+    that step instead of raising; order 1 tells it from an untracked leaf once consumed.
+    """
+    return Node(next_node_id(), NONE, None, 1, _untracked_step, None)
 
 
 def marked_leaf(node_id: int | None = None) -> Node:
@@ -120,7 +136,7 @@ def backward(root: Node | None, shape: tuple[int, ...], dtype: np.dtype) -> Grad
     leaf used as the root has no step to consume: its gradient is the seed, every time.
     """
     if root is None or root.requirement is NONE:
-        raise AutodiffError(BACKWARD_UNTRACKED)
+        return _untracked_backward(root, shape, dtype)
     seed = _ones(shape, dtype)
     if root.requirement is GRAD:
         return Gradients({root.id: seed})
@@ -136,6 +152,26 @@ def backward(root: Node | None, shape: tuple[int, ...], dtype: np.dtype) -> Grad
             node.grad = None
         raise
     return Gradients(leaves)
+
+
+def _untracked_backward(root: Node | None, shape, dtype) -> Gradients:
+    """backward() from a tensor no tracked leaf reaches.
+
+    An untracked op output on the autodiff device runs burn's no-op step once: the container
+    holds only the root's seed of ones (`Gradients::new` registers it, `crates/burn-autodiff/
+    src/grads.rs`, and the no-op step never consumes it); a second call finds no step, as
+    burn's `steps.remove(..).expect(..)`. A plain tensor (a gradient) and an untracked leaf
+    raise the seed spec's "requires a tracked autodiff tensor" (burn panics there too, with
+    "Requires autodiff tensor." for the first and no-step for the second).
+
+    PyTorch difference: `backward()` on a tensor that does not require grad raises.
+    """
+    if root is not None and root.rule is _untracked_step:
+        root.rule = None
+        return Gradients({root.id: _ones(shape, dtype)})
+    if root is not None and root.order:
+        raise AutodiffError(NO_STEP_REGISTERED)
+    raise AutodiffError(BACKWARD_UNTRACKED)
 
 
 def _run_steps(steps: list[Node], leaves: dict[int, np.ndarray]) -> None:
@@ -304,7 +340,8 @@ class AutodiffMethods:
         `sum()` came first); the result is returned, never stored on tensors; intermediates get
         no gradient (no `retain_grad`); the steps run are consumed, so a second `backward()` on
         the same root raises; gradients are plain tensors, so second order is an error (no
-        `create_graph`).
+        `create_graph`); an untracked op output on the autodiff device runs burn's no-op step
+        and returns a container holding only its own seed, where PyTorch raises.
         """
         return backward(self._node, self._data.shape, self._data.dtype)
 

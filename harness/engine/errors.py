@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 # burn 0.22.1's texts, kept to the letter: cases compare them with what burn prints.
+# BACKWARD_UNTRACKED is the seed spec's text (reference-engine.md section 2) for backward() on a
+# plain tensor (a gradient) or an untracked leaf; burn at 2c06be35 panics there with
+# REQUIRES_AUTODIFF (burn-dispatch) or NO_STEP_REGISTERED. An untracked op output does not
+# raise: burn runs its no-op step (harness.engine.autodiff._untracked_backward).
 BACKWARD_UNTRACKED = (
     "Tensor::backward requires a tracked autodiff tensor; call Tensor::autodiff().require_grad() "
     "on the source leaf before computing the output"

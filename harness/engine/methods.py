@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 
-from .autodiff import GRAD_IN_BACKWARD, NONE, Node, next_node_id, untracked_node
+from .autodiff import GRAD_IN_BACKWARD, NONE, Node, next_node_id, untracked_node, untracked_output
 from .device import Device
 from .errors import DeviceMismatchError, ShapeError
 from .ops.arrays import broadcast_error, dtype_error, scalar_of
@@ -30,7 +30,7 @@ def unary_result(x, op: Primitive, out, saved):
     if node is None:
         return x.__class__(out, _PLAIN, None)
     if node.requirement is NONE:
-        return x.__class__(out, _AUTODIFF, untracked_node())
+        return x.__class__(out, _AUTODIFF, untracked_output())
     # `op.backward` is read now, so a replaced rule (harness.ops.inject) applies at once.
     step = Node(next_node_id(), GRAD_IN_BACKWARD, (node,), node.order + 1, op.backward, saved)
     return x.__class__(out, _AUTODIFF, step)
@@ -74,7 +74,7 @@ def binary_result(a, b, op: Primitive, forward: Callable):
     # Branches rather than max() and conditional tuples: this runs for every binary op.
     if na.requirement is NONE:
         if nb.requirement is NONE:
-            return a.__class__(out, _AUTODIFF, untracked_node())
+            return a.__class__(out, _AUTODIFF, untracked_output())
         parents = (None, nb)
         order = nb.order + 1
     elif nb.requirement is NONE:
@@ -100,7 +100,7 @@ def variadic_result(tensors: Sequence, op: Primitive, out, saved):
     parents = tuple(n if n.requirement is not NONE else None for n in nodes)
     tracked = [n for n in parents if n is not None]
     if not tracked:
-        return cls(out, _AUTODIFF, untracked_node())
+        return cls(out, _AUTODIFF, untracked_output())
     order = max(n.order for n in tracked) + 1
     step = Node(next_node_id(), GRAD_IN_BACKWARD, parents, order, op.backward, saved)
     return cls(out, _AUTODIFF, step)

@@ -40,7 +40,7 @@ from .methods import (
     untracked_method,
     variadic_result,
 )
-from .ops import conversions, elementwise, indexing, linalg, nn, reductions
+from .ops import conversions, elementwise, indexing, linalg, nn, reductions, unary
 from .ops import shape as shape_ops
 from .ops.arrays import FLOAT_DTYPES, bool_mask, float_dtype, fmt, norm_dim
 
@@ -238,16 +238,17 @@ class Tensor(AutodiffMethods):
     div_scalar = unary_method(elementwise.DIV_SCALAR)
     powi_scalar = unary_method(elementwise.POWI_SCALAR)
     powf_scalar = unary_method(elementwise.POWF_SCALAR)
-    neg = unary_method(elementwise.NEG)
-    recip = unary_method(elementwise.RECIP)
-    exp = unary_method(elementwise.EXP)
-    log = unary_method(elementwise.LOG)
-    sqrt = unary_method(elementwise.SQRT)
-    abs = unary_method(elementwise.ABS)
-    clamp = unary_method(elementwise.CLAMP)
+    neg = unary_method(unary.NEG)
+    recip = unary_method(unary.RECIP)
+    exp = unary_method(unary.EXP)
+    log = unary_method(unary.LOG)
+    log1p = unary_method(unary.LOG1P)
+    sqrt = unary_method(unary.SQRT)
+    abs = unary_method(unary.ABS)
     relu = unary_method(nn.RELU)
     tanh = unary_method(nn.TANH)
     sigmoid = unary_method(nn.SIGMOID)
+    log_sigmoid = unary_method(nn.LOG_SIGMOID)
     log_softmax = unary_method(nn.LOG_SOFTMAX)
     softmax = unary_method(nn.SOFTMAX)
     sum = unary_method(reductions.SUM)
@@ -255,7 +256,9 @@ class Tensor(AutodiffMethods):
     sum_dim = unary_method(reductions.SUM_DIM)
     mean_dim = unary_method(reductions.MEAN_DIM)
     max_dim = unary_method(reductions.MAX_DIM)
+    min_dim = unary_method(reductions.MIN_DIM)
     argmax = untracked_method(reductions.ARGMAX)
+    argmin = untracked_method(reductions.ARGMIN)
     reshape = unary_method(shape_ops.RESHAPE)
     swap_dims = unary_method(shape_ops.SWAP_DIMS)
     slice = unary_method(shape_ops.SLICE)
@@ -270,10 +273,16 @@ class Tensor(AutodiffMethods):
     bool_not = untracked_method(conversions.BOOL_NOT)
     int = untracked_method(conversions.TO_INT)
     float = untracked_method(conversions.TO_FLOAT)
-    cast = untracked_method(conversions.CAST)
     zeros_like = untracked_method(conversions.ZEROS_LIKE)
     ones_like = untracked_method(conversions.ONES_LIKE)
     full_like = untracked_method(conversions.FULL_LIKE)
+
+    def cast(self, dtype) -> Tensor:
+        """Convert a float tensor to another float dtype, tracked: the gradient is cast back
+        (`harness.engine.ops.conversions.cast`). The same dtype gives back the tensor itself."""
+        op = conversions.CAST
+        out, saved = op.forward(self._data, dtype)
+        return self if out is self._data else unary_result(self, op, out, saved)
 
     def gather(self, dim: int, indices: Tensor) -> Tensor:
         """`out[i][j] = self[i][indices[i][j]]` along `dim` (indices int64, same rank)."""
@@ -308,17 +317,32 @@ class Tensor(AutodiffMethods):
         """`value / self` (Python's `2.0 / t`): `recip()` then `mul_scalar`, as burn does."""
         return self.recip().mul_scalar(value)
 
+    def clamp(self, min=None, max=None) -> Tensor:
+        """Clamp into [min, max] (either bound may be None). On the autodiff device it is burn's
+        autodiff clamp (`harness.engine.ops.unary.clamp`: NaN kept, min > max gives min); on
+        the plain device flex's fused clamps (`unary.flex_clamp`: clamp_min/clamp_max map NaN
+        to the bound, min > max raises). Both PyTorch differences are stated there."""
+        x = self._data
+        if self._node is None:
+            return Tensor(unary.flex_clamp(x, min, max), _PLAIN, None)
+        out, saved = unary.CLAMP.forward(x, min, max)
+        return unary_result(self, unary.CLAMP, out, saved)
+
     def clamp_min(self, min) -> Tensor:
-        """Clamp from below."""
+        """Clamp from below (see `clamp` for NaN on each device)."""
         return self.clamp(min=min)
 
     def clamp_max(self, max) -> Tensor:
-        """Clamp from above."""
+        """Clamp from above (see `clamp` for NaN on each device)."""
         return self.clamp(max=max)
 
     def max_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
         """(max over `dim`, int64 index of the first maximum), both keeping `dim`."""
         return self.max_dim(dim), self.argmax(dim)
+
+    def min_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """(min over `dim`, int64 index of the first minimum), both keeping `dim`."""
+        return self.min_dim(dim), self.argmin(dim)
 
     def max(self) -> Tensor:
         """Max of all elements, shape (1,)."""

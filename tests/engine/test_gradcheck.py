@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from harness.engine import Device, Tensor
 
@@ -80,6 +81,14 @@ OPS = [
     Op("exp", lambda a: a.exp(), torch.exp, UNARY),
     Op("log", lambda a: a.log(), torch.log, UNARY, (POS,)),
     Op("sqrt", lambda a: a.sqrt(), torch.sqrt, UNARY, (POS,)),
+    Op("log1p", lambda a: a.log1p(), torch.log1p, UNARY, ((-0.5, 2.0),)),
+    Op("log_sigmoid", lambda a: a.log_sigmoid(), F.logsigmoid, UNARY, ((-4.0, 4.0),)),
+    Op(
+        "log_sigmoid_large",
+        lambda a: (a * 30.0).log_sigmoid(),
+        lambda a: F.logsigmoid(a * 30.0),
+        UNARY,
+    ),
     Op("abs", lambda a: a.abs(), torch.abs, UNARY),
     Op("tanh", lambda a: a.tanh(), torch.tanh, UNARY),
     Op("sigmoid", lambda a: a.sigmoid(), torch.sigmoid, UNARY),
@@ -96,6 +105,8 @@ OPS = [
     Op("mean_dim1", lambda a: a.mean_dim(1), lambda a: a.mean(1, keepdim=True), MATRIX),
     Op("max_dim", lambda a: a.max_dim(1), lambda a: a.max(1, keepdim=True).values, MATRIX),
     Op("max", lambda a: a.max(), lambda a: a.max().reshape(1), (((3,),), *MATRIX)),
+    Op("min_dim", lambda a: a.min_dim(1), lambda a: a.min(1, keepdim=True).values, MATRIX),
+    Op("min_dim0", lambda a: a.min_dim(0), lambda a: a.min(0, keepdim=True).values, MATRIX),
     Op("log_softmax", lambda a: a.log_softmax(1), lambda a: a.log_softmax(1), MATRIX),
     Op("log_softmax0", lambda a: a.log_softmax(0), lambda a: a.log_softmax(0), MATRIX),
     Op("softmax", lambda a: a.softmax(-1), lambda a: a.softmax(-1), MATRIX),

@@ -11,7 +11,6 @@ import dataclasses
 from collections.abc import Sequence
 
 from harness.engine.loss.cross_entropy import checked_fields, smooth
-from harness.engine.loss.functional import log1p, log_sigmoid
 from harness.engine.loss.reduction import constant, targets_shape_error
 from harness.engine.module import Config, Module
 from harness.engine.tensor import Tensor
@@ -61,9 +60,9 @@ class BinaryCrossEntropyLoss(Module):
             target_values = smooth(target_values, self.smoothing, classes)
         t = constant(target_values, logits)
         if self.logits:
-            loss = (t.neg() + 1.0) * logits - log_sigmoid(logits)
+            loss = (t.neg() + 1.0) * logits - logits.log_sigmoid()
         else:
-            loss = (t - 1.0) * log1p(logits.neg()).clamp_min(-100.0) - t * logits.log().clamp_min(
+            loss = (t - 1.0) * logits.neg().log1p().clamp_min(-100.0) - t * logits.log().clamp_min(
                 -100.0
             )
         if self.weights is not None:

@@ -18,7 +18,6 @@ import dataclasses
 
 import numpy as np
 
-from harness.engine.loss.functional import log1p
 from harness.engine.loss.reduction import (
     Reduction,
     checked_reduction,
@@ -220,4 +219,4 @@ def _log_sum_exp(a: Tensor, b: Tensor) -> Tensor:
     a_safe, b_safe = a.mask_fill(a_inf, 0.0), b.mask_fill(b_inf, 0.0)
     mx = a.mask_where(a.lower(b), b)
     diff = (a_safe - b_safe).abs().neg().mask_fill(either, _NEG_INF)
-    return mx + log1p(diff.exp())
+    return mx + diff.exp().log1p()

@@ -136,8 +136,13 @@ class LayerNormConfig(Config):
 class LayerNorm(Module):
     """`(x - mean) / sqrt(var + eps) * gamma + beta` over the last dimension, biased variance.
 
-    Built from primitive ops (mean_dim, sub, powi, div, sqrt, mul, add) so its gradient comes
-    from the core's backward table, in burn's op order.
+    burn 0.22's module calls the backend's `layer_norm`, which burn-autodiff does not override:
+    the `ModuleOps` default (`crates/burn-backend/src/backend/ops/modules/base.rs`, commit
+    2c06be351006851d42fdb6df16b976f4a82d9747) is this composite of primitives, in this order:
+    `mean_dim`, `sub`, `mul(centered, centered)`, `mean_dim` (the variance), `add_scalar(eps)`,
+    `sqrt`, `div`, `mul(gamma)`, `add(beta)`. The variance's gradient therefore goes through
+    `mean_dim`'s backward, whose `1/n` is computed in f64 (`float_mean_dim`), not through a
+    division by a scalar (whose backward rounds `1/s` to f32 even for f64 tensors).
     """
 
     def __init__(self, gamma: Param, beta: Param | None, epsilon: float = 1e-5) -> None:
@@ -149,7 +154,7 @@ class LayerNorm(Module):
         dim = len(x.shape) - 1
         mean = x.mean_dim(dim)
         centered = x - mean
-        var = centered.powi_scalar(2).sum_dim(dim) / float(x.shape[dim])
+        var = (centered * centered).mean_dim(dim)
         out = centered / (var + self.epsilon).sqrt()
         out = out * self.gamma.val()
         return out if self.beta is None else out + self.beta.val()

@@ -6,7 +6,7 @@ the order of `PRIMITIVES` and of the op matrix.
 
 # isort: off
 # Registration order: elementwise first, conversions last (ruff would sort the names).
-from . import elementwise, linalg, nn, reductions, shape, indexing, conversions  # noqa: F401
+from . import elementwise, unary, linalg, nn, reductions, shape, indexing, conversions  # noqa: F401
 
 # isort: on
 from .arrays import unbroadcast

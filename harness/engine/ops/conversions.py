@@ -1,16 +1,17 @@
-"""Ops whose output never carries a gradient: comparisons, boolean not, dtype conversions and
-constants shaped like a tensor. Each forward returns only its output (there is no rule to save
-anything for); one that returns its input unchanged (a cast to the same dtype) gives back the
-tensor itself."""
+"""Comparisons, boolean not, dtype conversions and constants shaped like a tensor. All but `cast`
+never carry a gradient: each such forward returns only its output (there is no rule to save
+anything for). `cast`, differentiable as in burn, returns its input unchanged for a cast to the
+same dtype, and the Tensor method then gives back the tensor itself."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from . import facts
 from .arrays import FLOAT_DTYPES, bool_mask, float_dtype
-from .base import Array, untracked
-from .facts import BOOL, INT, UNARY, Check, Diverges, Input, binary, unary
+from .base import Array, Grad, Tracked, differentiable, untracked
+from .facts import BOOL, INT, UNARY, Check, Input, binary, unary
 
 _BOOLEAN = "boolean output"
 
@@ -159,36 +160,34 @@ TO_FLOAT = untracked(
 )
 
 
-def cast(x: Array, /, dtype) -> Array:
-    """Convert a float tensor to another float dtype.
+@dataclass(slots=True)
+class Cast:
+    dtype: np.dtype  # the input's dtype, which the gradient is cast back to
 
-    Like burn's autodiff `float_cast`, the result is a new untracked tensor: gradients do
-    not flow through a cast (PyTorch's `.to(dtype)` is differentiable).
+
+def cast(x: Array, /, dtype) -> tuple[Array, Cast]:
+    """Convert a float tensor to another float dtype; the gradient is cast back.
+
+    burn 0.22's autodiff `float_cast` (`crates/burn-autodiff/src/ops/tensor.rs`, commit
+    2c06be351006851d42fdb6df16b976f4a82d9747) registers a backward step that casts the
+    gradient to the input's dtype, as PyTorch's `.to(dtype)` does (its `ToCopyBackward`
+    casts the incoming gradient back to the source dtype): same values on both sides. A cast
+    to the tensor's own dtype returns the tensor itself (the same node), where burn adds a
+    cast step whose backward is the identity: the gradients are the same.
     """
     dt = float_dtype(dtype)
-    return x if x.dtype == dt else x.astype(dt)
+    return (x if x.dtype == dt else x.astype(dt)), Cast(x.dtype)
 
 
-CAST = untracked(
+def cast_backward(s: Cast, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (g.astype(s.dtype),)
+
+
+CAST = differentiable(
     "cast",
     cast,
-    because="burn's autodiff float_cast returns a new untracked tensor",
-    checks=(
-        unary(
-            "cast",
-            "{a}.cast('{other}')",
-            "{a}.to(torch.{other})",
-            diverges=(
-                Diverges(
-                    "*/*/*/vjp.a",
-                    "burn's autodiff float_cast returns a new untracked tensor: no gradient "
-                    "flows through a cast; torch's .to(dtype) is differentiable "
-                    "(harness.engine.ops.conversions.cast)",
-                    facts.NO_ENGINE_GRADIENT,
-                ),
-            ),
-        ),
-    ),
+    cast_backward,
+    checks=(unary("cast", "{a}.cast('{other}')", "{a}.to(torch.{other})"),),
 )
 
 # ---- constants shaped like a tensor -----------------------------------------------------------

@@ -129,6 +129,10 @@ NONFINITE_EITHER = Condition.only_where(
 TORCH_ZERO_ENGINE_NAN = Condition.only_where(
     "torch is 0 and the engine NaN", lambda t, e: (t == 0) & np.isnan(e)
 )
+ENGINE_ZERO = Condition.only_where("the engine's value is 0", lambda t, e: e == 0)
+TORCH_NAN_ENGINE_ZERO = Condition.only_where(
+    "torch is NaN and the engine 0", lambda t, e: np.isnan(t) & (e == 0)
+)
 BOTH_INFINITE = Condition.only_where("both are infinite", lambda t, e: np.isinf(t) & np.isinf(e))
 
 

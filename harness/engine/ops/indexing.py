@@ -27,8 +27,27 @@ class Gathered:
     index: tuple[np.ndarray, ...]  # the fancy index that picked the elements
 
 
+def check_indices(op: str, indices: Array, size: int) -> None:
+    """Raise IndexError naming `op`, the first bad index and the dim size unless every index is
+    in `0..size`: flex panics there ("index {raw} out of bounds for dimension of size
+    {dim_size}", `checked_index` in `crates/burn-flex/src/ops/gather_scatter.rs`, burn commit
+    2c06be351006851d42fdb6df16b976f4a82d9747). NumPy would wrap a negative index silently."""
+    if not indices.size:
+        return
+    low = indices.min()
+    high = indices.max()
+    if low < 0 or high >= size:
+        raw = low if low < 0 else high
+        raise IndexError(f"{op}: index {raw} out of bounds for dimension of size {size}")
+
+
 def gather(x: Array, /, dim: int, indices: Array) -> tuple[Array, Gathered]:
-    """`out[i][j] = self[i][indices[i][j]]` along `dim` (indices int64, same rank)."""
+    """`out[i][j] = self[i][indices[i][j]]` along `dim` (indices int64, same rank).
+
+    An index outside `0..size` of `dim` raises IndexError naming the op, the index and the
+    size, as flex panics (`check_indices`). PyTorch raises too; NumPy indexing would wrap a
+    negative index to the end, which neither burn nor PyTorch does.
+    """
     if indices.dtype is not INT64 and indices.dtype != INT64:
         raise TypeError(f"gather: indices must be int64, got {indices.dtype}")
     d = norm_dim("gather", dim, x.ndim)
@@ -37,10 +56,11 @@ def gather(x: Array, /, dim: int, indices: Array) -> tuple[Array, Gathered]:
             f"gather: indices shape {fmt(indices.shape)} and tensor shape {fmt(x.shape)} "
             "differ in rank"
         )
+    check_indices("gather", indices, x.shape[d])
     index = along_axis_index(indices, d)
     try:
         out = x[index]
-    except IndexError as exc:
+    except IndexError as exc:  # another dim of indices is longer than the tensor's
         raise IndexError(f"gather: {exc}") from None
     return out, Gathered(x.shape, index)
 

@@ -7,12 +7,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import norm_dim, zero_of, zero_where
-from .base import Array, Grad, SavedOutput, Tracked, differentiable
+from ..errors import ShapeError
+from .arrays import fmt, norm_dim, zero_of, zero_where
+from .base import Array, Grad, SavedInput, SavedOutput, Tracked, differentiable
 from .facts import (
+    ENGINE_ZERO,
     SOFTMAX_KINKS,
+    TORCH_NAN_ENGINE_ZERO,
     ZERO_KINKS,
     Abs,
+    Diverges,
     FuzzElementwise,
     FuzzStructural,
     along_dim1,
@@ -23,13 +27,22 @@ from .facts import (
 
 
 def relu(x: Array, /) -> tuple[Array, SavedOutput]:
-    """max(x, 0); the gradient at exactly 0 is 0 (burn masks where output <= 0)."""
-    out = np.maximum(x, zero_of(x.dtype))
+    """max(x, 0) as flex's `x.max(0.0)`: relu(NaN) = 0, and the gradient is 0 at 0 and at NaN.
+
+    flex (`relu` / `relu_backward` in `crates/burn-flex/src/ops/activation.rs`, burn commit
+    2c06be351006851d42fdb6df16b976f4a82d9747) uses Rust's `f32::max`, which returns the other
+    operand when one is NaN, and passes the gradient only where `out > 0`; burn's autodiff
+    `relu` calls both on either device. PyTorch difference: torch.relu(NaN) is NaN, and its
+    backward passes the cotangent there (it masks only where x <= 0). burn's other backends
+    (the default `relu` is `mask_fill(x <= 0)`) keep NaN; the engine follows flex, the seed's
+    device.
+    """
+    out = np.fmax(x, zero_of(x.dtype))  # fmax, as Rust's max: NaN gives the other operand
     return out, SavedOutput(out)
 
 
 def relu_backward(s: SavedOutput, g: Array, tracked: Tracked) -> tuple[Grad]:
-    # burn masks where output <= 0: the gradient at exactly 0 is 0; NaN passes through.
+    # flex passes g where out > 0: 0 at exactly 0, and at NaN inputs (their output is 0).
     out = s.out
     return (zero_where(np.less_equal(out, zero_of(out.dtype)), g),)
 
@@ -44,6 +57,21 @@ RELU = differentiable(
             "{a}.relu()",
             "torch.relu({a})",
             kinks=ZERO_KINKS,
+            diverges=(
+                Diverges(
+                    "*/*/specials/forward",
+                    "relu(NaN): flex's x.max(0.0) returns 0, torch.relu keeps NaN "
+                    "(harness.engine.ops.nn.relu)",
+                    TORCH_NAN_ENGINE_ZERO,
+                ),
+                Diverges(
+                    "*/*/specials/vjp.a",
+                    "relu at NaN: flex passes the gradient only where out > 0 (out is 0), so 0; "
+                    "torch masks where x <= 0, which NaN is not, so it passes the cotangent "
+                    "(harness.engine.ops.nn.relu)",
+                    ENGINE_ZERO,
+                ),
+            ),
             fuzz=FuzzElementwise(mono(lambda v: max(v, 0.0))),
         ),
     ),
@@ -77,8 +105,9 @@ def sigmoid(x: Array, /) -> tuple[Array, SavedOutput]:
 
 
 def sigmoid_backward(s: SavedOutput, g: Array, tracked: Tracked) -> tuple[Grad]:
+    # flex's sigmoid_backward, left to right: g * s * (1 - s) = (g * s) * (1 - s).
     out = s.out
-    return (g * (out * (1 - out)),)
+    return ((g * out) * (1 - out),)
 
 
 SIGMOID = differentiable(
@@ -95,6 +124,50 @@ SIGMOID = differentiable(
     ),
 )
 
+
+def _flex_sigmoid(x: Array) -> Array:
+    """flex's `sigmoid_f32` / `sigmoid_f64`: `1 / (1 + exp(-x))` for x >= 0, else
+    `exp(x) / (1 + exp(x))` (the forward of `sigmoid` above, without its saved record)."""
+    one = x.dtype.type(1)
+    with np.errstate(over="ignore"):
+        e = np.exp(-np.abs(x))
+    return np.where(x >= 0, one / (one + e), e / (one + e))
+
+
+def log_sigmoid(x: Array, /) -> tuple[Array, SavedInput]:
+    """`log(sigmoid(x))` as flex's fused op: `-ln_1p(exp(-x))` for x >= 0, else
+    `x - ln_1p(exp(x))`; gradient `g * sigmoid(-x)` (`log_sigmoid` / `log_sigmoid_backward`
+    in `crates/burn-flex/src/ops/activation.rs`, burn commit
+    2c06be351006851d42fdb6df16b976f4a82d9747; burn-autodiff's `log_sigmoid` calls both).
+
+    PyTorch computes the same function (`log_sigmoid` in ATen). burn's other backends use the
+    default `-max(-x, 0) - log(exp(-max(-x, 0)) + exp(-x - max(-x, 0)))`, which rounds
+    `log(1 + exp(-x))` to exactly 0 for x above about 17; the engine follows flex.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.where(x >= 0, -np.log1p(np.exp(-x)), x - np.log1p(np.exp(x)))
+    return out, SavedInput(x)
+
+
+def log_sigmoid_backward(s: SavedInput, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (g * _flex_sigmoid(np.negative(s.x)),)
+
+
+LOG_SIGMOID = differentiable(
+    "log_sigmoid",
+    log_sigmoid,
+    log_sigmoid_backward,
+    checks=(
+        unary(
+            "log_sigmoid",
+            "{a}.log_sigmoid()",
+            "torch.nn.functional.logsigmoid({a})",
+            kinks=(0.0, -0.0, 17.0, 40.0, -40.0, -100.0),
+            fuzz=FuzzElementwise(mono(lambda v: -math.log1p(math.exp(-v)))),
+        ),
+    ),
+)
+
 # ---- softmax family -------------------------------------------------------------------------
 # burn builds both from primitives on x' = x - detach(max): e = exp(x'), s = sum_dim(e). These
 # rules are that composite's backward, fused, with burn's operation order (its rounding).
@@ -107,9 +180,20 @@ class Softmaxed:
     dim: int
 
 
+def _softmax_dim(op: str, x: Array, dim: int) -> int:
+    """`dim` normalised; a ShapeError naming the op when it is empty: its max has no value
+    (burn's composite starts with max_dim). PyTorch returns an empty tensor there."""
+    d = norm_dim(op, dim, x.ndim)
+    if x.shape[d] == 0:
+        raise ShapeError(f"{op}: dim {dim} of shape {fmt(x.shape)} is empty (no max to shift by)")
+    return d
+
+
 def log_softmax(x: Array, /, dim: int) -> tuple[Array, Softmaxed]:
-    """log(softmax(x)) along `dim`, stable as burn's: (x - max) - log(sum(exp(x - max)))."""
-    d = norm_dim("log_softmax", dim, x.ndim)
+    """log(softmax(x)) along `dim`, stable as burn's: (x - max) - log(sum(exp(x - max))).
+
+    An empty `dim` raises ShapeError (PyTorch returns an empty tensor)."""
+    d = _softmax_dim("log_softmax", x, dim)
     shifted = x - np.maximum.reduce(x, axis=d, keepdims=True)
     e = np.exp(shifted)
     s = np.add.reduce(e, axis=d, keepdims=True)
@@ -149,8 +233,10 @@ def _probabilities(x: Abs, dim: int) -> Abs | None:
 
 
 def softmax(x: Array, /, dim: int) -> tuple[Array, Softmaxed]:
-    """exp(x - max) / sum(exp(x - max)) along `dim`."""
-    d = norm_dim("softmax", dim, x.ndim)
+    """exp(x - max) / sum(exp(x - max)) along `dim`.
+
+    An empty `dim` raises ShapeError (PyTorch returns an empty tensor)."""
+    d = _softmax_dim("softmax", x, dim)
     e = np.exp(x - np.maximum.reduce(x, axis=d, keepdims=True))
     s = np.add.reduce(e, axis=d, keepdims=True)
     return e / s, Softmaxed(e, s, d)

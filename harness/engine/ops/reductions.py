@@ -1,5 +1,5 @@
-"""Reductions: full sum and mean (shape `[1]`, as burn has no 0-d tensors), sum, mean and max
-along a dim (kept with size 1), and argmax."""
+"""Reductions: full sum and mean (shape `[1]`, as burn has no 0-d tensors), sum, mean, max and
+min along a dim (kept with size 1), argmax and argmin."""
 
 from __future__ import annotations
 
@@ -228,11 +228,69 @@ MAX_DIM = differentiable(
 )
 
 
+def min_dim(x: Array, /, dim: int) -> tuple[Array, MaxDim]:
+    """Min over `dim`, keeping it; on ties the gradient goes to the first minimum.
+
+    burn-autodiff's `float_min_dim` scatters the gradient into the index flex's
+    `min_dim_with_indices` returns (the `MaxMinDim` backward, `crates/burn-autodiff/src/ops/
+    maxmin.rs`, commit 2c06be351006851d42fdb6df16b976f4a82d9747): the first minimum, or the
+    first NaN (flex's `extremum_dim` keeps a NaN once met), as NumPy's argmin.
+    """
+    d = norm_dim("min_dim", dim, x.ndim)
+    idx = np.argmin(x, axis=d, keepdims=True)
+    return np.take_along_axis(x, idx, axis=d), MaxDim(x.shape, idx, d)
+
+
+def min_dim_backward(s: MaxDim, g: Array, tracked: Tracked) -> tuple[Grad]:
+    # burn's MaxMinDim backward, shared with max_dim: scatter g into the saved index.
+    return max_dim_backward(s, g, tracked)
+
+
+MIN_DIM = differentiable(
+    "min_dim",
+    min_dim,
+    min_dim_backward,
+    checks=(
+        along_dim1(
+            "min_dim",
+            "{a}.min_dim({dim})",
+            "torch.min({a}, {dim}, keepdim=True).values",
+            kinks=TIE_KINKS,
+            fuzz=FuzzStructural(_kept_interval, each_dim),
+        ),
+        along_dim1(
+            "min_dim_with_indices",
+            "{a}.min_dim_with_indices({dim})",
+            "tuple(torch.min({a}, {dim}, keepdim=True))",
+            kinks=TIE_KINKS,
+        ),
+    ),
+)
+
+
 def argmax(x: Array, /, dim: int) -> Array:
     """int64 index of the first maximum along `dim`, keeping it (not differentiable)."""
     return np.argmax(x, axis=norm_dim("argmax", dim, x.ndim), keepdims=True)
 
 
+def argmin(x: Array, /, dim: int) -> Array:
+    """int64 index of the first minimum along `dim`, keeping it (not differentiable)."""
+    return np.argmin(x, axis=norm_dim("argmin", dim, x.ndim), keepdims=True)
+
+
+ARGMIN = untracked(
+    "argmin",
+    argmin,
+    because="integer output",
+    checks=(
+        along_dim1(
+            "argmin",
+            "{a}.argmin({dim})",
+            "torch.argmin({a}, {dim}, keepdim=True)",
+            kinks=TIE_KINKS,
+        ),
+    ),
+)
 ARGMAX = untracked(
     "argmax",
     argmax,
