@@ -1,1 +1,0 @@
-"""PyTorch-vs-reference conformance harness."""
