@@ -1,0 +1,98 @@
+"""burn-nn's modules beyond the core ones (harness.engine.module): convolutions, pooling,
+normalisation, embeddings, activation modules, initializers and padding configs.
+
+Each file cites the burn files it follows and lists where burn and PyTorch differ.
+"""
+
+from .activation_modules import (
+    Gelu,
+    HardSigmoid,
+    HardSigmoidConfig,
+    LeakyRelu,
+    LeakyReluConfig,
+    PRelu,
+    PReluConfig,
+    SiLU,
+    Sigmoid,
+    Softplus,
+    SoftplusConfig,
+    Swish,
+    Tanh,
+)
+from .conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig
+from .embedding import Embedding, EmbeddingConfig
+from .initializer import Initializer
+from .norm import (
+    BatchNorm,
+    BatchNormConfig,
+    GroupNorm,
+    GroupNormConfig,
+    InstanceNorm,
+    InstanceNormConfig,
+    RmsNorm,
+    RmsNormConfig,
+    RunningState,
+)
+from .padding import PaddingConfig1d, PaddingConfig2d
+from .pool import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool1dConfig,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool2dConfig,
+    AvgPool1d,
+    AvgPool1dConfig,
+    AvgPool2d,
+    AvgPool2dConfig,
+    MaxPool1d,
+    MaxPool1dConfig,
+    MaxPool2d,
+    MaxPool2dConfig,
+)
+
+__all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool1dConfig",
+    "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool2dConfig",
+    "AvgPool1d",
+    "AvgPool1dConfig",
+    "AvgPool2d",
+    "AvgPool2dConfig",
+    "BatchNorm",
+    "BatchNormConfig",
+    "Conv1d",
+    "Conv1dConfig",
+    "Conv2d",
+    "Conv2dConfig",
+    "ConvTranspose2d",
+    "ConvTranspose2dConfig",
+    "Embedding",
+    "EmbeddingConfig",
+    "Gelu",
+    "GroupNorm",
+    "GroupNormConfig",
+    "HardSigmoid",
+    "HardSigmoidConfig",
+    "Initializer",
+    "InstanceNorm",
+    "InstanceNormConfig",
+    "LeakyRelu",
+    "LeakyReluConfig",
+    "MaxPool1d",
+    "MaxPool1dConfig",
+    "MaxPool2d",
+    "MaxPool2dConfig",
+    "PRelu",
+    "PReluConfig",
+    "PaddingConfig1d",
+    "PaddingConfig2d",
+    "RmsNorm",
+    "RmsNormConfig",
+    "RunningState",
+    "SiLU",
+    "Sigmoid",
+    "Softplus",
+    "SoftplusConfig",
+    "Swish",
+    "Tanh",
+]
