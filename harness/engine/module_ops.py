@@ -48,7 +48,7 @@ class _Op:
     backward: object
 
 
-class vision:  # noqa: N801 (the op table, one name per primitive)
+class vision:
     CONV1D = _Op("conv1d", _conv.conv1d, _conv.conv1d_backward)
     CONV2D = _Op("conv2d", _conv.conv2d, _conv.conv2d_backward)
     CONV_TRANSPOSE2D = _Op(
@@ -98,7 +98,8 @@ def _result(tensors, op: _Op, out, saved) -> Tensor:
         return rule(node.saved, g, node.parents)
 
     step.__name__ = rule.__name__
-    return Tensor(out, _AUTODIFF, Node(next_node_id(), GRAD_IN_BACKWARD, parents, order, step, saved))
+    node = Node(next_node_id(), GRAD_IN_BACKWARD, parents, order, step, saved)
+    return Tensor(out, _AUTODIFF, node)
 
 
 def _tracked(t: Tensor) -> bool:

@@ -139,7 +139,8 @@ class Conv1dConfig(Config):
         c_in, c_out, k = self.channels_in, self.channels_out, self.kernel_size
         _check_groups(c_in, c_out, self.groups)
         fan_in, fan_out = c_in // self.groups * k, c_out // self.groups * k
-        weight = self.initializer.init_with((c_out, c_in // self.groups, k), fan_in, fan_out, device)
+        shape = (c_out, c_in // self.groups, k)
+        weight = self.initializer.init_with(shape, fan_in, fan_out, device)
         bias = self.initializer.init_with((c_out,), fan_in, fan_out, device) if self.bias else None
         return Conv1d(weight, bias, self.stride, k, self.dilation, self.groups, self.padding)
 
@@ -188,7 +189,8 @@ class ConvTranspose2dConfig(Config):
         _check_groups(c_in, c_out, self.groups)
         kh, kw = _pair(self.kernel_size)
         fan_in = c_out // self.groups * kh * kw
-        weight = self.initializer.init_with((c_in, c_out // self.groups, kh, kw), fan_in, None, device)
+        shape = (c_in, c_out // self.groups, kh, kw)
+        weight = self.initializer.init_with(shape, fan_in, None, device)
         bias = self.initializer.init_with((c_out,), fan_in, None, device) if self.bias else None
         options = module_ops.ConvTransposeOptions(
             _pair(self.stride), _pair(self.padding), _pair(self.padding_out),

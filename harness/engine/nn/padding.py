@@ -85,7 +85,7 @@ class PaddingConfig1d:
     Same = _Padding1d("Same")
 
     @staticmethod
-    def Explicit(left: int, right: int) -> _Padding1d:  # noqa: N802 (burn's variant name)
+    def Explicit(left: int, right: int) -> _Padding1d:
         return _Padding1d("Explicit", _count("PaddingConfig1d.Explicit", (left, right), 2))
 
 
@@ -96,6 +96,6 @@ class PaddingConfig2d:
     Same = _Padding2d("Same")
 
     @staticmethod
-    def Explicit(top: int, left: int, bottom: int, right: int) -> _Padding2d:  # noqa: N802
+    def Explicit(top: int, left: int, bottom: int, right: int) -> _Padding2d:
         values = _count("PaddingConfig2d.Explicit", (top, left, bottom, right), 4)
         return _Padding2d("Explicit", values)
