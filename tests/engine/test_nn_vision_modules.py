@@ -165,13 +165,16 @@ def _fd(fn, x: np.ndarray, eps=1e-6) -> np.ndarray:
         lambda t: activation.erf(t),
         lambda t: activation.gelu(t),
         lambda t: module_ops.conv1d(
-            t, Tensor.from_numpy(np.linspace(-1, 1, 12).reshape(2, 2, 3), t.device), None,
+            t,
+            Tensor.from_numpy(np.linspace(-1, 1, 12).reshape(2, 2, 3), t.device),
+            None,
             module_ops.ConvOptions((2,), (1,), (1,), 1),
         ),
         lambda t: module_ops.conv_transpose2d(
             t.reshape([1, 2, 2, 3]),
             Tensor.from_numpy(np.linspace(-1, 1, 16).reshape(2, 2, 2, 2), t.device),
-            None, module_ops.ConvTransposeOptions((2, 1), (0, 1), (1, 0), (1, 1), 1),
+            None,
+            module_ops.ConvTransposeOptions((2, 1), (0, 1), (1, 0), (1, 1), 1),
         ),
         lambda t: module_ops.avg_pool1d(t, 2, 1, 1, False, True),
         lambda t: module_ops.adaptive_avg_pool1d(t, 4),
