@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 
 from harness.engine.errors import ShapeError
+from harness.engine.methods import unary_result
+from harness.engine.ops import activation as _ops
 from harness.engine.tensor import Tensor
 
 __all__ = [
@@ -60,16 +62,14 @@ def tanh(x: Tensor) -> Tensor:
 def gelu(x: Tensor) -> Tensor:
     """Exact GELU, `x * (1 + erf(x / sqrt(2))) / 2`: the `gelu` primitive (flex fuses it and
     its exact derivative `g * (cdf + x * pdf)`; see harness.engine.ops.activation)."""
-    from harness.engine.module_ops import vision
-
-    return vision.apply(vision.GELU, (x,))
+    out, saved = _ops.GELU.forward(x._data)
+    return unary_result(x, _ops.GELU, out, saved)
 
 
 def erf(x: Tensor) -> Tensor:
     """The error function, elementwise (the `erf` primitive)."""
-    from harness.engine.module_ops import vision
-
-    return vision.apply(vision.ERF, (x,))
+    out, saved = _ops.ERF.forward(x._data)
+    return unary_result(x, _ops.ERF, out, saved)
 
 
 def gelu_approximate(x: Tensor) -> Tensor:
