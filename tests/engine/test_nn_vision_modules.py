@@ -15,8 +15,11 @@ from harness.engine import Device, Tensor, activation, module_ops, seed
 from harness.engine.errors import ShapeError
 from harness.engine.module import Param
 from harness.engine.nn import (
+    AvgPool1dConfig,
     BatchNormConfig,
+    Conv1dConfig,
     Conv2dConfig,
+    ConvTranspose2dConfig,
     EmbeddingConfig,
     GroupNormConfig,
     Initializer,
@@ -361,3 +364,54 @@ def test_config_and_input_errors():
         conv(Tensor.from_numpy(np.zeros((1, 3, 2, 2), np.float32), PLAIN))
     with pytest.raises(ShapeError, match="MaxPool2d: expected an input of rank 4"):
         MaxPool2dConfig((2, 2)).init()(Tensor.from_numpy(np.zeros((2, 2)), PLAIN))
+
+
+@pytest.mark.parametrize(
+    ("module", "shape", "pattern"),
+    [
+        # wrong rank
+        (
+            Conv2dConfig((3, 4), (3, 3)),
+            (3, 8, 8),
+            r"^Conv2d: expected an input of rank 4 "
+            r"\[batch_size, channels_in, height, width\], got shape \[3, 8, 8\]$",
+        ),
+        (Conv1dConfig(3, 4, 3), (3, 8), r"^Conv1d: expected an input of rank 3 .*\[3, 8\]$"),
+        # channel mismatch: burn's TensorCheck::conv text, the given and the expected shape
+        (
+            Conv2dConfig((3, 4), (3, 3)),
+            (1, 2, 8, 8),
+            r"^Conv2d: Number of channels .* got: 2, "
+            r"expected: 3 \(input shape \[1, 2, 8, 8\].*expects an input \[batch_size, 3, height",
+        ),
+        (
+            Conv1dConfig(3, 4, 3),
+            (1, 2, 8),
+            r"^Conv1d: .*got: 2, expected: 3 \(input shape "
+            r"\[1, 2, 8\].*expects an input \[batch_size, 3, length\]$",
+        ),
+        (
+            ConvTranspose2dConfig((3, 4), (3, 3)),
+            (1, 2, 4, 4),
+            r"^ConvTranspose2d: .*\[1, 2, 4, 4\].*expects an input \[batch_size, 3, height",
+        ),
+        # kernel larger than the (padded) input
+        (
+            Conv2dConfig((3, 4), (3, 3)),
+            (1, 3, 2, 2),
+            r"^Conv2d: kernel size \[3, 3\] .* larger "
+            r"than the padded input \[2, 2\] \(input shape \[1, 3, 2, 2\]",
+        ),
+        (
+            MaxPool2dConfig((3, 3)),
+            (1, 3, 2, 2),
+            r"^MaxPool2d: kernel size \[3, 3\] .*\[1, 3, 2, "
+            r"2\].*no smaller than the kernel \(3, 3\)$",
+        ),
+        (AvgPool1dConfig(4), (1, 3, 2), r"^AvgPool1d: kernel size \[4\] .*\[1, 3, 2\]"),
+    ],
+)
+def test_input_errors_name_the_module_the_expected_and_the_given_shape(module, shape, pattern):
+    layer = module.init(PLAIN)
+    with pytest.raises(ShapeError, match=pattern):
+        layer(Tensor.from_numpy(np.zeros(shape, np.float32), PLAIN))

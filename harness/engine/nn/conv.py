@@ -21,8 +21,10 @@ Differences from PyTorch (`nn.Conv2d`):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+from collections.abc import Iterator
 
 from harness.engine import module_ops
 from harness.engine.errors import ShapeError
@@ -52,6 +54,18 @@ def _check_groups(channels_in: int, channels_out: int, groups: int) -> None:
                 channels_in=channels_in, channels_out=channels_out, groups=groups
             )
         )
+
+
+@contextlib.contextmanager
+def in_module(module: str, expects: str) -> Iterator[None]:
+    """The op's ShapeError (a channel mismatch, a kernel larger than the padded input) raised
+    again naming the module and the input it expects; the op's text (burn's wording where
+    burn has one) and the given shape are kept."""
+    try:
+        yield
+    except ShapeError as e:
+        detail = str(e).split(": ", 1)[-1]
+        raise ShapeError(f"{module}: {detail}; {module} expects an input {expects}") from None
 
 
 def _check_input(module: str, x: Tensor, rank: int, layout: str) -> None:
@@ -117,7 +131,9 @@ class Conv2d(Module):
         else:
             padding = (top, left)
         options = module_ops.ConvOptions(self.stride, padding, self.dilation, self.groups)
-        return module_ops.conv2d(x, self.weight.val(), bias, options)
+        c_in = self.weight.val().shape[1] * self.groups
+        with in_module("Conv2d", f"[batch_size, {c_in}, height, width]"):
+            return module_ops.conv2d(x, self.weight.val(), bias, options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +181,9 @@ class Conv1d(Module):
             x = module_ops.pad(x, (left, right, 0, 0), 0.0)
             left = 0
         options = module_ops.ConvOptions((self.stride,), (left,), (self.dilation,), self.groups)
-        return module_ops.conv1d(x, self.weight.val(), bias, options)
+        c_in = self.weight.val().shape[1] * self.groups
+        with in_module("Conv1d", f"[batch_size, {c_in}, length]"):
+            return module_ops.conv1d(x, self.weight.val(), bias, options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,4 +228,6 @@ class ConvTranspose2d(Module):
     def forward(self, x: Tensor) -> Tensor:
         _check_input("ConvTranspose2d", x, 4, "[batch_size, channels_in, height, width]")
         bias = None if self.bias is None else self.bias.val()
-        return module_ops.conv_transpose2d(x, self.weight.val(), bias, self.options)
+        c_in = self.weight.val().shape[0]
+        with in_module("ConvTranspose2d", f"[batch_size, {c_in}, height, width]"):
+            return module_ops.conv_transpose2d(x, self.weight.val(), bias, self.options)

@@ -23,7 +23,7 @@ from harness.engine import module_ops
 from harness.engine.module import Config, Module
 from harness.engine.tensor import Tensor
 
-from .conv import _check_input, _pair
+from .conv import _check_input, _pair, in_module
 from .padding import PaddingConfig1d, PaddingConfig2d
 
 __all__ = [
@@ -88,9 +88,10 @@ class MaxPool2d(Module):
     def forward(self, x: Tensor) -> Tensor:
         _check_input("MaxPool2d", x, 4, _LAYOUT_2D)
         x, pad = _padded_2d(x, self.padding, self.kernel_size, self.stride, float("-inf"))
-        return module_ops.max_pool2d(
-            x, self.kernel_size, self.stride, pad, self.dilation, self.ceil_mode
-        )
+        with in_module("MaxPool2d", f"{_LAYOUT_2D} no smaller than the kernel {self.kernel_size}"):
+            return module_ops.max_pool2d(
+                x, self.kernel_size, self.stride, pad, self.dilation, self.ceil_mode
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,9 +121,10 @@ class MaxPool1d(Module):
     def forward(self, x: Tensor) -> Tensor:
         _check_input("MaxPool1d", x, 3, _LAYOUT_1D)
         x, pad = _padded_1d(x, self.padding, self.kernel_size, self.stride, float("-inf"))
-        return module_ops.max_pool1d(
-            x, self.kernel_size, self.stride, pad, self.dilation, self.ceil_mode
-        )
+        with in_module("MaxPool1d", f"{_LAYOUT_1D} no smaller than the kernel {self.kernel_size}"):
+            return module_ops.max_pool1d(
+                x, self.kernel_size, self.stride, pad, self.dilation, self.ceil_mode
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,9 +155,10 @@ class AvgPool2d(Module):
     def forward(self, x: Tensor) -> Tensor:
         _check_input("AvgPool2d", x, 4, _LAYOUT_2D)
         x, pad = _padded_2d(x, self.padding, self.kernel_size, self.stride, 0.0)
-        return module_ops.avg_pool2d(
-            x, self.kernel_size, self.stride, pad, self.count_include_pad, self.ceil_mode
-        )
+        with in_module("AvgPool2d", f"{_LAYOUT_2D} no smaller than the kernel {self.kernel_size}"):
+            return module_ops.avg_pool2d(
+                x, self.kernel_size, self.stride, pad, self.count_include_pad, self.ceil_mode
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,9 +190,10 @@ class AvgPool1d(Module):
     def forward(self, x: Tensor) -> Tensor:
         _check_input("AvgPool1d", x, 3, _LAYOUT_1D)
         x, pad = _padded_1d(x, self.padding, self.kernel_size, self.stride, 0.0)
-        return module_ops.avg_pool1d(
-            x, self.kernel_size, self.stride, pad, self.count_include_pad, self.ceil_mode
-        )
+        with in_module("AvgPool1d", f"{_LAYOUT_1D} no smaller than the kernel {self.kernel_size}"):
+            return module_ops.avg_pool1d(
+                x, self.kernel_size, self.stride, pad, self.count_include_pad, self.ceil_mode
+            )
 
 
 @dataclasses.dataclass(frozen=True)
