@@ -2,7 +2,8 @@
 
 conv(1->6, 3x3, pad 1) -> relu -> max-pool 2 -> conv(6->12, 3x3, pad 1) -> batch-norm ->
 relu -> adaptive avg-pool 2x2 -> flatten -> linear(48->10), cross-entropy, a fixed batch of
-the first 64 digits (pixels / 16) at every step, SGD lr 0.05 with momentum 0.9.
+the first 64 digits (pixels / 16; scikit-learn's `load_digits` data, read from its file) at
+every step, SGD lr 0.05 with momentum 0.9.
 
 Same initial weights: torch builds the model (seed 0) and saves its state_dict with
 `torch.save`; the engine loads that file through `PytorchStore` (burn's adapter: the Linear
@@ -14,13 +15,14 @@ Per-step losses (`step{k}.loss`) and the final parameters agree; the BatchNorm r
 agrees; its running variance differs as documented (burn stores the biased batch variance).
 """
 
+import gzip
+import importlib.util
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 
 from harness.case import agree, differ, expect, predicate
 from harness.engine import (
@@ -47,10 +49,20 @@ MOMENTUM = 0.1  # BatchNorm's, the same convention and default on both sides
 _N_PER_CHANNEL = BATCH * 4 * 4  # elements per channel at the batch-norm (4x4 after the pool)
 
 
+def _digits() -> np.ndarray:
+    """scikit-learn's digits file, rows of 64 pixels then the label: what
+    `sklearn.datasets.load_digits()` reads (its `data` and `target`), found without importing
+    scikit-learn, whose import loads SciPy's own BLAS into the process (and so into every
+    later record's environment)."""
+    root = Path(importlib.util.find_spec("sklearn").submodule_search_locations[0])
+    with gzip.open(root / "datasets" / "data" / "digits.csv.gz") as f:
+        return np.loadtxt(f, delimiter=",")
+
+
 def _data() -> tuple[np.ndarray, np.ndarray]:
-    digits = load_digits()
-    x = (digits.data[:BATCH] / 16.0).astype(np.float32).reshape(BATCH, 1, 8, 8)
-    return x, digits.target[:BATCH].astype(np.int64)
+    digits = _digits()[:BATCH]
+    x = (digits[:, :-1] / 16.0).astype(np.float32).reshape(BATCH, 1, 8, 8)
+    return x, digits[:, -1].astype(np.int64)
 
 
 class TorchCnn(torch.nn.Module):

@@ -5,6 +5,9 @@ vectors, initializer bounds, BatchNorm's running statistics and config validatio
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -415,3 +418,15 @@ def test_input_errors_name_the_module_the_expected_and_the_given_shape(module, s
     layer = module.init(PLAIN)
     with pytest.raises(ShapeError, match=pattern):
         layer(Tensor.from_numpy(np.zeros(shape, np.float32), PLAIN))
+
+
+def test_cnn_digits_reads_the_data_of_load_digits():
+    # In a child process: importing scikit-learn loads SciPy's BLAS, which would then appear in
+    # every later record's environment in this worker (the case avoids the import for that).
+    code = (
+        "import numpy as np, runpy; from sklearn.datasets import load_digits; "
+        "case = runpy.run_path('cases/cnn_digits.py'); x, y = case['_data'](); d = load_digits(); "
+        "n = len(y); assert np.array_equal(x.reshape(n, 64), (d.data[:n] / 16).astype('float32'))"
+        "; assert np.array_equal(y, d.target[:n])"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
