@@ -93,6 +93,34 @@ TARGETS: tuple[Target, ...] = (
         source="issue 15",
     ),
     Target(
+        "cnn step b64 / torch",
+        "one SGD training step (forward, backward, update), LeNet-style CNN (2 convs, 2 max "
+        "pools, a Linear), batch 64 on 1x28x28, float32, 1 thread",
+        "engine",
+        "torch",
+        1.5,
+        source="issue 14",
+    ),
+    Target(
+        "conv2d fwd+bwd / torch",
+        "conv2d forward + backward (input, weight, bias), [64, 6, 14, 14] * [16, 6, 5, 5], "
+        "float32, 1 thread",
+        "engine",
+        "torch",
+        2.0,
+        source="issue 14",
+    ),
+    Target(
+        "cnn step peak memory / torch",
+        "resident-set peak above the pre-step RSS over 3 CNN SGD steps (batch 64, 1x28x28), "
+        "fresh processes",
+        "engine",
+        "torch",
+        2.0,
+        unit="B",
+        source="issue 14",
+    ),
+    Target(
         "diff 1e7 wide: speed-up",
         "statistics of two 1e7 float32 arrays, absolute noise 1e-7 (ULP over 20+ buckets)",
         "assert_array_max_ulp",

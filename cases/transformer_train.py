@@ -4,9 +4,10 @@ from the same PyTorch weights.
 The model: a token embedding (a bias-free Linear on one-hot tokens: the engine has no
 ``Embedding`` module yet, and a one-hot matmul is the same function with the same
 gradient), sinusoidal positions (burn's ``PositionalEncoding``; PyTorch the tutorial's table),
-a 2-layer ``TransformerEncoder`` (d_model 32, 4 heads, d_ff 64, post-norm, dropout 0, relu,
-which burn must be told: its default is gelu) and a Linear head. The task: at each position
-predict the previous token (position 0 predicts itself), cross-entropy over all positions.
+a 2-layer ``TransformerEncoder`` (d_model 32, 4 heads, d_ff 64, post-norm, dropout 0, exact
+gelu: burn's default, which PyTorch must be told, its default is relu) and a Linear head.
+The task: at each position predict the previous token (position 0 predicts itself),
+cross-entropy over all positions.
 PyTorch's weights (``self_attn.in_proj_weight``, ``linear1``, ``norm1``, ...) are imported
 into burn's layout (``mha.query``/``key``/``value``, ``pwff.linear_inner``, ``norm_1.gamma``)
 by the importer rules; burn's Adam is given PyTorch's epsilon (1e-8, burn's default 1e-5).
@@ -31,7 +32,6 @@ import torch.nn.functional as F
 
 from harness.case import agree
 from harness.engine import (
-    ActivationConfig,
     AdamConfig,
     CrossEntropyLossConfig,
     Device,
@@ -61,7 +61,9 @@ class TorchModel(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.embed = torch.nn.Linear(V, D, bias=False)
-        layer = torch.nn.TransformerEncoderLayer(D, NH, FF, dropout=0.0, batch_first=True)
+        layer = torch.nn.TransformerEncoderLayer(
+            D, NH, FF, dropout=0.0, activation="gelu", batch_first=True
+        )
         self.encoder = torch.nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
         self.head = torch.nn.Linear(D, V)
         self.register_buffer("pe", _tutorial_sinusoids(S, D), persistent=False)
@@ -84,7 +86,7 @@ class Model(Module):
         self.embed = LinearConfig(V, D, bias=False).init(device)
         self.pos = PositionalEncodingConfig(D, max_sequence_size=S).init(device)
         config = TransformerEncoderConfig(D, FF, NH, LAYERS, dropout=0.0)
-        self.encoder = config.with_activation(ActivationConfig.Relu).init(device)
+        self.encoder = config.init(device)  # burn's default activation: ActivationConfig.Gelu
         self.head = LinearConfig(D, V).init(device)
 
     def forward(self, x):

@@ -21,7 +21,16 @@ import torch
 from harness.diff import TensorDiff, diff_arrays
 from harness.engine import AutodiffError, Device, Tensor
 from harness.ops.opinion import Opinion, third_opinion
-from harness.ops.registry import BOOL, FLOAT, INDEX, INT, OpPair, ShapeCase, template_args
+from harness.ops.registry import (
+    BOOL,
+    ENGINE_NAMESPACE,
+    FLOAT,
+    INDEX,
+    INT,
+    OpPair,
+    ShapeCase,
+    template_args,
+)
 from harness.report import row_summary
 from harness.tolerances import default_tolerance
 
@@ -44,7 +53,7 @@ class Compiled:
     layout: Callable[[Any], Any]
 
 
-_NAMESPACE = {"torch": torch, "Tensor": Tensor}
+_NAMESPACE = {"torch": torch, **ENGINE_NAMESPACE}
 _COMPILED: dict[tuple[str, str], Compiled] = {}
 
 
@@ -58,7 +67,7 @@ def compile_pair(p: OpPair, dtype: str) -> Compiled:
     key = (p.name, dtype)
     if key not in _COMPILED:
         args = template_args(p, dtype)
-        sig = "lambda a=None, b=None, m=None, i=None: "
+        sig = "lambda a=None, b=None, c=None, m=None, i=None: "
         engine = eval(sig + p.engine.format(**args), _NAMESPACE)
         torch_fn = eval(sig + p.torch.format(**args), _NAMESPACE)
         layout = eval("lambda out: " + p.torch_layout.format(out="out"), _NAMESPACE)

@@ -40,7 +40,7 @@ from harness.diff import TensorDiff, diff_arrays
 from harness.engine.ops.facts import Abs, FuzzBinary, FuzzElementwise, FuzzStructural, size
 from harness.ops.inject import flipped_rule, rule_name
 from harness.ops.opinion import Opinion, render_opinion, third_opinion
-from harness.ops.registry import PAIRS, pair, render
+from harness.ops.registry import ENGINE_IMPORT, PAIRS, pair, render
 from harness.report import row_summary
 from harness.tolerances import Tolerance
 
@@ -219,7 +219,7 @@ def case_source(program: Program, name: str = "fuzz_found", dtype: str = DTYPE) 
         "import torch",
         "",
         "from harness.case import agree",
-        "from harness.engine import Device, Tensor",
+        ENGINE_IMPORT,
         "from harness.tolerances import Tolerance",
         "",
         "",

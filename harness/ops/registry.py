@@ -11,7 +11,8 @@ exactly one place: the registration of the primitive (harness/engine/ops/).
 
 from __future__ import annotations
 
-from harness.engine.ops import checks
+from harness.engine import activation, module_ops
+from harness.engine.ops import checks, composite_checks
 from harness.engine.ops.facts import BOOL, DOMAINS, FLOAT, INDEX, INT, Input, ShapeCase
 from harness.engine.ops.facts import Check as OpPair
 from harness.engine.tensor import NON_OP_API, Tensor
@@ -19,7 +20,10 @@ from harness.engine.tensor import NON_OP_API, Tensor
 __all__ = [
     "BOOL",
     "DOMAINS",
+    "ENGINE_IMPORT",
+    "ENGINE_NAMESPACE",
     "FLOAT",
+    "FUNCTION_MODULES",
     "INDEX",
     "INT",
     "PAIRS",
@@ -27,6 +31,7 @@ __all__ = [
     "Input",
     "OpPair",
     "ShapeCase",
+    "function_of",
     "pair",
     "render",
     "template_args",
@@ -34,8 +39,13 @@ __all__ = [
     "unknown_methods",
 ]
 
-PAIRS: tuple[OpPair, ...] = checks()
+PAIRS: tuple[OpPair, ...] = checks() + composite_checks()
 PAIRS_BY_NAME: dict[str, OpPair] = {p.name: p for p in PAIRS}
+# Engine templates are Tensor methods (`{a}.exp()`) or functions of these modules, burn's
+# `burn::tensor::activation` and `burn::tensor::module` (`module_ops.conv2d({a}, {b}, {c}, ...)`).
+FUNCTION_MODULES = {"activation": activation, "module_ops": module_ops}
+ENGINE_NAMESPACE = {"Tensor": Tensor, **FUNCTION_MODULES}
+ENGINE_IMPORT = "from harness.engine import Device, Tensor, " + ", ".join(FUNCTION_MODULES)
 
 
 def template_args(
@@ -44,7 +54,7 @@ def template_args(
     """Values for a template's fields: input names (or the caller's variable names), the
     dtype, the other float dtype, and the parameters (the pair's, overridden by `params`)."""
     other = "float64" if dtype == "float32" else "float32"
-    args = {n: n for n in ("a", "b", "m", "i")}
+    args = {n: n for n in ("a", "b", "c", "m", "i")}
     args.update(names or {})
     return {**args, "dtype": dtype, "other": other, **p.params, **(params or {})}
 
@@ -73,11 +83,25 @@ def tensor_op_methods() -> set[str]:
     return {n for n in dir(Tensor) if not n.startswith("_")} - NON_OP_API
 
 
+def function_of(p: OpPair) -> str | None:
+    """`module.function` when the pair's engine template calls a function, else None."""
+    head = p.engine.split("(", 1)[0]
+    return head if head.split(".", 1)[0] in FUNCTION_MODULES else None
+
+
 def uncovered_methods() -> list[str]:
     """Tensor op methods that no pair exercises (should be empty)."""
-    return sorted(tensor_op_methods() - {p.method for p in PAIRS})
+    return sorted(tensor_op_methods() - {p.method for p in PAIRS if function_of(p) is None})
 
 
 def unknown_methods() -> list[str]:
-    """Pairs whose method is not a Tensor op method (should be empty)."""
-    return sorted({p.method for p in PAIRS} - tensor_op_methods())
+    """Pairs whose method is not a Tensor op method, or whose function does not exist (should
+    be empty)."""
+    methods = {p.method for p in PAIRS if function_of(p) is None} - tensor_op_methods()
+    missing = {
+        f
+        for p in PAIRS
+        if (f := function_of(p)) is not None
+        and not hasattr(FUNCTION_MODULES[f.split(".")[0]], f.split(".", 1)[1])
+    }
+    return sorted(methods | missing)

@@ -355,6 +355,14 @@ def test_rotary_encoding_against_burn_vectors_and_torch():
         RotaryEncodingConfig(10, 5).init(AD)
 
 
-def test_exact_gelu_is_refused_until_erf_exists():
-    with pytest.raises(NotImplementedError, match="erf primitive"):
-        ActivationConfig.Gelu.init()(tensor(np.zeros(2)))
+def test_exact_gelu_activation_matches_torch_gelu():
+    # ActivationConfig.Gelu (the transformer default) is the gelu primitive now that erf exists.
+    x = rng_array(16, (4, 5), 3.0)
+    xe = leaf(x, "float64")
+    out = ActivationConfig.Gelu.init()(xe)
+    grads = out.sum().backward()
+    xt = torch.tensor(x, requires_grad=True)
+    ref = torch.nn.functional.gelu(xt)
+    ref.sum().backward()
+    np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(xe.grad(grads).numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-14)

@@ -1,10 +1,34 @@
-"""burn-nn's sequence modules (crates/burn-nn/src/modules/, burn
-2c06be351006851d42fdb6df16b976f4a82d9747) as composites of engine ops: attention and its
-masks, the transformer encoder, positional and rotary encodings, LSTM / BiLSTM / GRU / BiGRU.
-Importing the package registers their PyTorch importer rules (`store_rules`)."""
+"""burn-nn's modules beyond the core ones (harness.engine.module), as composites of engine ops
+and the vision primitives (burn 2c06be351006851d42fdb6df16b976f4a82d9747, crates/burn-nn/src/
+modules/):
+
+- sequence: attention and its masks, the transformer encoder, positional and rotary
+  encodings, LSTM / BiLSTM / GRU / BiGRU;
+- vision: convolutions, pooling, normalisation, embeddings, activation modules, padding
+  configs;
+- the initializers both use (burn's `Initializer` variants).
+
+Each file cites the burn files it follows and lists where burn and PyTorch differ. Importing
+the package registers the sequence modules' PyTorch importer rules (`store_rules`).
+"""
 
 from . import store_rules
 from .activation import Activation, ActivationConfig, gelu_approximate
+from .activation_modules import (
+    Gelu,
+    HardSigmoid,
+    HardSigmoidConfig,
+    LeakyRelu,
+    LeakyReluConfig,
+    PRelu,
+    PReluConfig,
+    Sigmoid,
+    SiLU,
+    Softplus,
+    SoftplusConfig,
+    Swish,
+    Tanh,
+)
 from .attention import (
     MhaInput,
     MhaOutput,
@@ -12,8 +36,36 @@ from .attention import (
     MultiHeadAttentionConfig,
     quiet_softmax,
 )
+from .conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig
+from .embedding import Embedding, EmbeddingConfig
 from .initializer import KAIMING_UNIFORM, XAVIER_NORMAL, Initializer
 from .mask import GeneratePaddingMask, generate_autoregressive_mask, generate_padding_mask
+from .norm import (
+    BatchNorm,
+    BatchNormConfig,
+    GroupNorm,
+    GroupNormConfig,
+    InstanceNorm,
+    InstanceNormConfig,
+    RmsNorm,
+    RmsNormConfig,
+    RunningState,
+)
+from .padding import PaddingConfig1d, PaddingConfig2d
+from .pool import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool1dConfig,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool2dConfig,
+    AvgPool1d,
+    AvgPool1dConfig,
+    AvgPool2d,
+    AvgPool2dConfig,
+    MaxPool1d,
+    MaxPool1dConfig,
+    MaxPool2d,
+    MaxPool2dConfig,
+)
 from .pos_encoding import PositionalEncoding, PositionalEncodingConfig, generate_sinusoids
 from .rnn import (
     BiGru,
@@ -46,28 +98,72 @@ __all__ = [
     "XAVIER_NORMAL",
     "Activation",
     "ActivationConfig",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool1dConfig",
+    "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool2dConfig",
+    "AvgPool1d",
+    "AvgPool1dConfig",
+    "AvgPool2d",
+    "AvgPool2dConfig",
+    "BatchNorm",
+    "BatchNormConfig",
     "BiGru",
     "BiGruConfig",
     "BiLstm",
     "BiLstmConfig",
+    "Conv1d",
+    "Conv1dConfig",
+    "Conv2d",
+    "Conv2dConfig",
+    "ConvTranspose2d",
+    "ConvTranspose2dConfig",
+    "Embedding",
+    "EmbeddingConfig",
     "GateController",
+    "Gelu",
     "GeneratePaddingMask",
+    "GroupNorm",
+    "GroupNormConfig",
     "Gru",
     "GruConfig",
+    "HardSigmoid",
+    "HardSigmoidConfig",
     "Initializer",
+    "InstanceNorm",
+    "InstanceNormConfig",
+    "LeakyRelu",
+    "LeakyReluConfig",
     "Lstm",
     "LstmConfig",
     "LstmState",
+    "MaxPool1d",
+    "MaxPool1dConfig",
+    "MaxPool2d",
+    "MaxPool2dConfig",
     "MhaInput",
     "MhaOutput",
     "MultiHeadAttention",
     "MultiHeadAttentionConfig",
+    "PRelu",
+    "PReluConfig",
+    "PaddingConfig1d",
+    "PaddingConfig2d",
     "PositionWiseFeedForward",
     "PositionWiseFeedForwardConfig",
     "PositionalEncoding",
     "PositionalEncodingConfig",
+    "RmsNorm",
+    "RmsNormConfig",
     "RotaryEncoding",
     "RotaryEncodingConfig",
+    "RunningState",
+    "SiLU",
+    "Sigmoid",
+    "Softplus",
+    "SoftplusConfig",
+    "Swish",
+    "Tanh",
     "TransformerEncoder",
     "TransformerEncoderConfig",
     "TransformerEncoderInput",

@@ -3,8 +3,9 @@ take (crates/burn-nn/src/activation/activation_wrapper.rs, burn
 2c06be351006851d42fdb6df16b976f4a82d9747): `Identity`, `Gelu`, `GeluApproximate`, `Relu`,
 `Sigmoid`, `Tanh`. Spelled as burn's enum: `ActivationConfig.Gelu.init()`.
 
-`Gelu` (exact, `0.5 * x * (1 + erf(x / sqrt(2)))`, burn's default for the transformer)
-raises NotImplementedError until the engine has an `erf` primitive.
+`Gelu` (exact, `0.5 * x * (1 + erf(x / sqrt(2)))`, burn's default for the transformer) is
+the `gelu` primitive (harness.engine.ops.activation: flex's fused forward and exact
+derivative), PyTorch's `F.gelu(x)`.
 
 `GeluApproximate` is burn's `gelu_approximate` composite (burn-tensor activation/base.rs):
 `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))`, PyTorch's
@@ -14,35 +15,18 @@ raises NotImplementedError until the engine has an `erf` primitive.
 from __future__ import annotations
 
 import enum
-import math
 
+from harness.engine import activation
 from harness.engine.module import Module
 from harness.engine.tensor import Tensor
 
 __all__ = ["Activation", "ActivationConfig", "gelu_approximate"]
 
-# burn: FRAC_2_SQRT_PI * FRAC_1_SQRT_2, computed in f64
-_SQRT_2_OVER_PI = (2.0 / math.sqrt(math.pi)) * (1.0 / math.sqrt(2.0))
-
-
-def gelu_approximate(x: Tensor) -> Tensor:
-    """burn's `gelu_approximate` in its op order (powf_scalar, mul_scalar, add, mul_scalar,
-    tanh, add_scalar, mul, mul_scalar)."""
-    inner = x + x.powf_scalar(3.0) * 0.044715
-    inner = inner * _SQRT_2_OVER_PI
-    return (x * (inner.tanh() + 1.0)) * 0.5
-
-
-def _gelu(x: Tensor) -> Tensor:
-    raise NotImplementedError(
-        "ActivationConfig.Gelu needs the erf primitive, which the engine does not have yet; "
-        "use ActivationConfig.Relu or ActivationConfig.GeluApproximate"
-    )
-
+gelu_approximate = activation.gelu_approximate
 
 _FORWARD = {
     "identity": lambda x: x,
-    "gelu": _gelu,
+    "gelu": activation.gelu,
     "gelu_approximate": gelu_approximate,
     "relu": Tensor.relu,
     "sigmoid": Tensor.sigmoid,

@@ -5,8 +5,10 @@ the order of `PRIMITIVES` and of the op matrix.
 """
 
 # isort: off
-# Registration order: elementwise first, conversions last (ruff would sort the names).
+# Registration order: elementwise first, conversions, then the vision primitives (ruff would
+# sort the names).
 from . import elementwise, unary, linalg, nn, reductions, shape, indexing, conversions  # noqa: F401
+from . import activation, conv, pool  # noqa: F401
 
 # isort: on
 from .arrays import unbroadcast
@@ -18,6 +20,7 @@ __all__ = [
     "Check",
     "Primitive",
     "checks",
+    "composite_checks",
     "differentiable",
     "rule_for",
     "unbroadcast",
@@ -28,3 +31,8 @@ __all__ = [
 def checks() -> tuple[Check, ...]:
     """Every registered check, in registration order."""
     return tuple(check for op in PRIMITIVES.values() for check in op.checks)
+
+
+def composite_checks() -> tuple[Check, ...]:
+    """The checks of functions burn composes from primitives (no rule of their own)."""
+    return activation.COMPOSITE_CHECKS

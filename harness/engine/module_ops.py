@@ -1,0 +1,179 @@
+"""burn's `burn::tensor::module` functions (crates/burn-tensor/src/tensor/module.rs, burn commit
+2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `conv1d`, `conv2d`,
+`conv_transpose2d` (with `ConvOptions` / `ConvTransposeOptions`), `max_pool1d/2d`,
+`avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `embedding`, and the constant `pad` of burn's
+`Tensor::pad`.
+
+Each op is one primitive registered in harness.engine.ops (conv.py, pool.py: forward, rule
+and op-matrix facts) over the NumPy kernels of harness.engine.kernels (whose docstrings list
+the op-level differences from PyTorch); `pad` is a composite (`cat` with constant
+blocks), as burn's `pad` builds it from tensor ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.engine.autodiff import NONE
+from harness.engine.methods import unary_result, variadic_result
+from harness.engine.ops import conv, pool
+from harness.engine.tensor import Tensor
+
+__all__ = [
+    "ConvOptions",
+    "ConvTransposeOptions",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "conv1d",
+    "conv2d",
+    "conv_transpose2d",
+    "embedding",
+    "max_pool1d",
+    "max_pool2d",
+    "pad",
+]
+
+
+def _tracked(t: Tensor) -> bool:
+    """Whether `t` takes part in a graph (a weight gradient will be asked for)."""
+    return t._node is not None and t._node.requirement is not NONE
+
+
+def _conv(op, x: Tensor, weight: Tensor, bias: Tensor | None, **params) -> Tensor:
+    tensors = (x, weight) if bias is None else (x, weight, bias)
+    out, saved = op.forward(*(t._data for t in tensors), **params)
+    return variadic_result(tensors, op, out, saved)
+
+
+def _unary(op, x: Tensor, **params) -> Tensor:
+    out, saved = op.forward(x._data, **params)
+    return unary_result(x, op, out, saved)
+
+
+@dataclass(frozen=True)
+class ConvOptions:
+    """burn's `ConvOptions::new(stride, padding, dilation, groups)` (one entry per spatial
+    dim; symmetric padding)."""
+
+    stride: Sequence[int]
+    padding: Sequence[int]
+    dilation: Sequence[int]
+    groups: int = 1
+
+
+@dataclass(frozen=True)
+class ConvTransposeOptions:
+    """burn's `ConvTransposeOptions::new(stride, padding, padding_out, dilation, groups)`."""
+
+    stride: Sequence[int]
+    padding: Sequence[int]
+    padding_out: Sequence[int]
+    dilation: Sequence[int]
+    groups: int = 1
+
+
+def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvOptions) -> Tensor:
+    """x `[batch, in, length]`, weight `[out, in / groups, kernel]` -> `[batch, out, l_out]`."""
+    return _conv(
+        conv.CONV1D, x, weight, bias,
+        stride=tuple(options.stride), padding=tuple(options.padding),
+        dilation=tuple(options.dilation), groups=options.groups,
+        keep_columns=_tracked(weight),
+    )  # fmt: skip
+
+
+def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvOptions) -> Tensor:
+    """x `[batch, in, h, w]`, weight `[out, in / groups, kh, kw]` -> `[batch, out, h', w']`."""
+    return _conv(
+        conv.CONV2D, x, weight, bias,
+        stride=tuple(options.stride), padding=tuple(options.padding),
+        dilation=tuple(options.dilation), groups=options.groups,
+        keep_columns=_tracked(weight),
+    )  # fmt: skip
+
+
+def conv_transpose2d(
+    x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvTransposeOptions
+) -> Tensor:
+    """x `[batch, in, h, w]`, weight `[in, out / groups, kh, kw]` -> `[batch, out, h', w']`."""
+    return _conv(
+        conv.CONV_TRANSPOSE2D, x, weight, bias,
+        stride=tuple(options.stride), padding=tuple(options.padding),
+        padding_out=tuple(options.padding_out), dilation=tuple(options.dilation),
+        groups=options.groups,
+    )  # fmt: skip
+
+
+def max_pool2d(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode=False) -> Tensor:
+    """burn's `max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)`."""
+    return _unary(
+        pool.MAX_POOL2D, x, kernel_size=tuple(kernel_size), stride=tuple(stride),
+        padding=tuple(padding), dilation=tuple(dilation), ceil_mode=bool(ceil_mode),
+    )  # fmt: skip
+
+
+def max_pool1d(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode=False) -> Tensor:
+    """burn's `max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode)`."""
+    return _unary(
+        pool.MAX_POOL1D, x, kernel_size=int(kernel_size), stride=int(stride),
+        padding=int(padding), dilation=int(dilation), ceil_mode=bool(ceil_mode),
+    )  # fmt: skip
+
+
+def avg_pool2d(x: Tensor, kernel_size, stride, padding, count_include_pad=True, ceil_mode=False):
+    """burn's `avg_pool2d(x, kernel_size, stride, padding, count_include_pad, ceil_mode)`."""
+    return _unary(
+        pool.AVG_POOL2D, x, kernel_size=tuple(kernel_size), stride=tuple(stride),
+        padding=tuple(padding), count_include_pad=bool(count_include_pad),
+        ceil_mode=bool(ceil_mode),
+    )  # fmt: skip
+
+
+def avg_pool1d(x: Tensor, kernel_size, stride, padding, count_include_pad=True, ceil_mode=False):
+    """burn's `avg_pool1d(x, kernel_size, stride, padding, count_include_pad, ceil_mode)`."""
+    return _unary(
+        pool.AVG_POOL1D, x, kernel_size=int(kernel_size), stride=int(stride),
+        padding=int(padding), count_include_pad=bool(count_include_pad),
+        ceil_mode=bool(ceil_mode),
+    )  # fmt: skip
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
+    return _unary(pool.ADAPTIVE_AVG_POOL2D, x, output_size=tuple(output_size))
+
+
+def adaptive_avg_pool1d(x: Tensor, output_size: int) -> Tensor:
+    return _unary(pool.ADAPTIVE_AVG_POOL1D, x, output_size=int(output_size))
+
+
+def embedding(weights: Tensor, indices: Tensor) -> Tensor:
+    """weights `[n_embedding, d_model]`, int indices `[batch, seq]` -> `[batch, seq, d_model]`."""
+    return _unary(pool.EMBEDDING, weights, indices=indices._data)
+
+
+def pad(x: Tensor, padding: tuple[int, int, int, int], value: float = 0.0) -> Tensor:
+    """burn's `x.pad((left, right, top, bottom), PadMode::Constant(value))`: the last dim
+    padded by (left, right), the one before by (top, bottom) (PyTorch's `F.pad` order).
+    The padded positions get no gradient."""
+    left, right, top, bottom = (int(p) for p in padding)
+    if min(left, right, top, bottom) < 0:
+        raise ValueError(f"pad: padding must be non-negative, got {padding!r}")
+    out = x
+    for dim, before, after in ((x.ndim - 1, left, right), (x.ndim - 2, top, bottom)):
+        if before == 0 and after == 0:
+            continue
+        parts = []
+        for n in (before, after):
+            shape = list(out.shape)
+            shape[dim] = n
+            parts.append(_constant(out, shape, value) if n else None)
+        pieces = [p for p in (parts[0], out, parts[1]) if p is not None]
+        out = Tensor.cat(pieces, dim)
+    return out
+
+
+def _constant(like: Tensor, shape, value: float) -> Tensor:
+    return Tensor.full(shape, value, like.device, dtype=like.dtype)

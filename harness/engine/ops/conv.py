@@ -1,0 +1,212 @@
+"""Convolution primitives over harness.engine.kernels.conv, each forward beside its rule and
+its op-matrix facts: `conv1d`, `conv2d`, `conv_transpose2d`.
+
+The tensor inputs are `(x, weight)` or `(x, weight, bias)` (a variadic input, as `cat`'s): a
+rule returns one gradient per input and skips untracked ones. burn's autodiff (crates/
+burn-autodiff/src/ops/module.rs, commit 2c06be351006851d42fdb6df16b976f4a82d9747) registers
+each convolution as one node with x / weight / bias parents, as here. The Tensor-level
+functions (burn's `burn::tensor::module::conv2d`...) are harness.engine.module_ops; the
+kernels' docstring lists the differences from PyTorch (`padding_out` without PyTorch's bound,
+argument order, error texts), none of which the matrix cells below reach: their values agree
+to rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kernels
+from .base import Array, Grad, Tracked, differentiable
+from .facts import NONFINITE_EITHER, Check, Condition, Diverges, Input, menu
+
+_XWB = (Input("a"), Input("b"), Input("c"))  # x, weight, bias
+
+
+def _near(t, e) -> bool:
+    return t is not None and e is not None and bool(np.allclose(t, e, rtol=1e-5, atol=1e-5))
+
+
+# Rounding of float32 sums: within rtol 1e-5 and atol 1e-5 (values ~10, elements near 0 too).
+_ROUNDED = Condition.whole("equal within rtol 1e-5 and atol 1e-5", _near)
+
+# The engine sums by im2col and one gemm, torch in its own kernel's order: float32 results of
+# a few dozen products (magnitudes ~10) differ by an ULP or two, more than the absolute 1e-6.
+_ROUNDING = Diverges(
+    "float32/*/*/*",
+    "float32 sums of many products in another order (im2col + one gemm vs torch's kernel)",
+    _ROUNDED,
+)
+# Sums with infinities of both signs: which of inf and NaN comes out depends on the order
+# (torch's float32 kernel gives inf or -inf where its float64 kernel and the engine give NaN).
+_INFINITIES = Diverges(
+    "float32/*/specials/forward",
+    "sums of infinities of both signs: inf or NaN depends on the summation order (torch's "
+    "float32 and float64 kernels disagree; the engine gives float64's NaN)",
+    NONFINITE_EITHER,
+)
+
+
+@dataclass(slots=True)
+class SavedConv:
+    x: Array
+    weight: Array
+    columns: Array | None  # im2col columns of x, kept for the weight gradient
+    options: dict
+    has_bias: bool
+
+
+def _split(op: str, inputs: tuple[Array, ...]):
+    if len(inputs) not in (2, 3):
+        raise TypeError(f"{op}: expected (x, weight[, bias]), got {len(inputs)} tensors")
+    return inputs[0], inputs[1], inputs[2] if len(inputs) == 3 else None
+
+
+def _grads(s: SavedConv, r) -> tuple[Grad, ...]:
+    return (r.x, r.weight, r.bias) if s.has_bias else (r.x, r.weight)
+
+
+def _needs(s: SavedConv, tracked: Tracked) -> dict:
+    return {
+        "need_x": tracked[0] is not None,
+        "need_weight": tracked[1] is not None,
+        "need_bias": s.has_bias and tracked[2] is not None,
+    }
+
+
+def conv1d(*inputs: Array, stride, padding, dilation, groups, keep_columns=True):
+    """burn's `conv1d(x, weight, bias, ConvOptions)`: x `[batch, in, length]`, weight `[out,
+    in / groups, kernel]`; `keep_columns` keeps the im2col columns for the weight gradient
+    (False when the weight is untracked)."""
+    x, w, b = _split("conv1d", inputs)
+    opts = {"stride": stride[0], "padding": padding[0], "dilation": dilation[0], "groups": groups}
+    r = kernels.conv1d_forward(x, w, b, keep_columns=keep_columns, **opts)
+    return r.output, SavedConv(x, w, r.columns, opts, b is not None)
+
+
+def conv1d_backward(s: SavedConv, g: Array, tracked: Tracked) -> tuple[Grad, ...]:
+    r = kernels.conv1d_backward(
+        g, s.x, s.weight, **s.options, **_needs(s, tracked), columns=s.columns
+    )
+    return _grads(s, r)
+
+
+def _conv_check(name: str, engine: str, torch: str, shapes, **kw) -> Check:
+    return Check(name, engine, torch, _XWB, shapes, **kw)
+
+
+CONV1D = differentiable(
+    "conv1d",
+    conv1d,
+    conv1d_backward,
+    checks=(
+        _conv_check(
+            "conv1d",
+            "module_ops.conv1d({a}, {b}, {c}, module_ops.ConvOptions((2,), (1,), (1,), 2))",
+            "torch.nn.functional.conv1d({a}, {b}, {c}, stride=2, padding=1, groups=2)",
+            menu(
+                ("b2-c4-l7-g2", [(2, 4, 7), (6, 2, 3), (6,)]),
+                ("empty", [(0, 4, 7), (6, 2, 3), (6,)]),
+            ),
+        ),
+        _conv_check(
+            "conv1d[dilation]",
+            "module_ops.conv1d({a}, {b}, {c}, module_ops.ConvOptions((1,), (2,), (2,), 1))",
+            "torch.nn.functional.conv1d({a}, {b}, {c}, padding=2, dilation=2)",
+            menu(("b2-c3-l6", [(2, 3, 6), (4, 3, 3), (4,)])),
+            diverges=(_INFINITIES,),
+        ),
+    ),
+)
+
+
+def conv2d(*inputs: Array, stride, padding, dilation, groups, keep_columns=True):
+    """burn's `conv2d(x, weight, bias, ConvOptions)`: x `[batch, in, h, w]`, weight `[out,
+    in / groups, kh, kw]` (see `conv1d` for `keep_columns`)."""
+    x, w, b = _split("conv2d", inputs)
+    opts = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    r = kernels.conv2d_forward(x, w, b, keep_columns=keep_columns, **opts)
+    return r.output, SavedConv(x, w, r.columns, opts, b is not None)
+
+
+def conv2d_backward(s: SavedConv, g: Array, tracked: Tracked) -> tuple[Grad, ...]:
+    r = kernels.conv2d_backward(
+        g, s.x, s.weight, **s.options, **_needs(s, tracked), columns=s.columns
+    )
+    return _grads(s, r)
+
+
+CONV2D = differentiable(
+    "conv2d",
+    conv2d,
+    conv2d_backward,
+    checks=(
+        _conv_check(
+            "conv2d",
+            "module_ops.conv2d({a}, {b}, {c}, module_ops.ConvOptions((1, 1), (1, 1), (1, 1), 1))",
+            "torch.nn.functional.conv2d({a}, {b}, {c}, padding=1)",
+            menu(
+                ("b2-c3-5x5", [(2, 3, 5, 5), (4, 3, 3, 3), (4,)]),
+                ("empty", [(0, 3, 5, 5), (4, 3, 3, 3), (4,)]),
+            ),
+            diverges=(_INFINITIES, _ROUNDING),
+        ),
+        _conv_check(
+            "conv2d[strided]",
+            "module_ops.conv2d({a}, {b}, {c}, module_ops.ConvOptions((2, 1), (1, 0), (2, 1), 2))",
+            "torch.nn.functional.conv2d({a}, {b}, {c}, (2, 1), (1, 0), (2, 1), 2)",
+            menu(("b2-c4-6x5-g2", [(2, 4, 6, 5), (6, 2, 2, 3), (6,)])),
+        ),
+    ),
+)
+
+
+def conv_transpose2d(
+    *inputs: Array, stride, padding, padding_out, dilation, groups, keep_columns=True
+):
+    """burn's `conv_transpose2d(x, weight, bias, ConvTransposeOptions)`: x `[batch, in, h, w]`,
+    weight `[in, out / groups, kh, kw]` (`keep_columns` is accepted for a uniform call; the
+    backward recomputes what it needs)."""
+    x, w, b = _split("conv_transpose2d", inputs)
+    opts = {
+        "stride": stride,
+        "padding": padding,
+        "padding_out": padding_out,
+        "dilation": dilation,
+        "groups": groups,
+    }
+    out = kernels.conv_transpose2d(x, w, b, **opts)
+    return out, SavedConv(x, w, None, opts, b is not None)
+
+
+def conv_transpose2d_backward(s: SavedConv, g: Array, tracked: Tracked) -> tuple[Grad, ...]:
+    r = kernels.conv_transpose2d_backward(g, s.x, s.weight, **s.options, **_needs(s, tracked))
+    return _grads(s, r)
+
+
+CONV_TRANSPOSE2D = differentiable(
+    "conv_transpose2d",
+    conv_transpose2d,
+    conv_transpose2d_backward,
+    checks=(
+        _conv_check(
+            "conv_transpose2d",
+            "module_ops.conv_transpose2d({a}, {b}, {c}, "
+            "module_ops.ConvTransposeOptions((2, 2), (1, 1), (1, 0), (1, 1), 2))",
+            # PyTorch's argument order: output_padding, groups, dilation.
+            "torch.nn.functional.conv_transpose2d({a}, {b}, {c}, (2, 2), (1, 1), (1, 0), 2)",
+            menu(
+                ("b2-c4-3x4-g2", [(2, 4, 3, 4), (4, 3, 3, 2), (6,)]),
+                ("empty", [(0, 4, 3, 4), (4, 3, 3, 2), (6,)]),
+            ),
+            diverges=(
+                Diverges(
+                    "float32/*/*/vjp.c",
+                    "float32 bias gradient: a sum of ~80 cotangents in another order",
+                    _ROUNDED,
+                ),
+            ),
+        ),
+    ),
+)

@@ -1,0 +1,336 @@
+"""Pooling and embedding primitives over harness.engine.kernels, each forward beside its rule
+and its op-matrix facts: `max_pool1d/2d` (the forward's indices saved for the backward, as
+burn-autodiff's `max_pool2d_with_indices` node does), `avg_pool1d/2d`,
+`adaptive_avg_pool1d/2d`, `embedding` (gather rows; scatter-add backward).
+
+burn: crates/burn-autodiff/src/ops/module.rs, crates/burn-flex/src/ops/pool.rs (commit
+2c06be351006851d42fdb6df16b976f4a82d9747). The kernels' docstrings (harness.engine.kernels.
+pool, adaptive_pool, embedding) state the differences from PyTorch; the matrix declares the
+ones its cells reach:
+
+- ceil mode keeps a last window that starts in the right padding (flex's
+  `pool_output_size`), PyTorch drops it: one more output row and column. The window holds no
+  input element, so max pool gives -inf there (no gradient) and average pool 0; the checks
+  map PyTorch's output to the engine's layout by padding it with those values.
+- max pool and NaN: flex takes a window's first element, then any strictly greater one, so a
+  NaN wins only as the first element; PyTorch's CPU kernel takes every NaN.
+- average pool backward with `count_include_pad` divides a ceil-mode window clipped by the
+  end of the padded input by the whole kernel size, where the forward (and PyTorch's
+  gradient) divide by the part inside: burn's gradient is not its forward's derivative there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kernels
+from .base import Array, Grad, Tracked, differentiable
+from .facts import INDEX, TIE_KINKS, Check, Condition, Diverges, Input, menu
+
+_X2D = menu(("b2-c3-5x5", [(2, 3, 5, 5)]), ("empty", [(0, 3, 5, 5)]))
+_X1D = menu(("b2-c3-l7", [(2, 3, 7)]), ("empty", [(0, 3, 7)]))
+_CEIL_LAYOUT_NOTE = (
+    "flex keeps a last ceil-mode window that starts in the right padding, torch drops it "
+    "(torch's output padded with that window's value)"
+)
+_CEIL_SHAPE = Diverges(
+    "*/*/*/shape",
+    "ceil mode: flex keeps a last window starting in the right padding (one more output row "
+    "and column, harness.engine.kernels._common.pool_output_size); torch drops it",
+)
+
+
+def _check(name: str, engine: str, torch: str, shapes=_X2D, **kw) -> Check:
+    return Check(name, engine, torch, (Input("a"),), shapes, **kw)
+
+
+def _same_but_last_row_and_column(t, e) -> bool:
+    return t is not None and e is not None and bool(np.allclose(t[..., :-1, :-1], e[..., :-1, :-1]))
+
+
+_NAN_FIRST_ONLY = Condition.only_where(
+    "torch's value is NaN (flex's max skips a NaN that is not a window's first element)",
+    lambda t, e: np.isnan(t),
+)
+_MAX_NAN = (
+    Diverges(
+        "*/*/specials/forward",
+        "max pool with NaN: flex takes a NaN only as a window's first element, torch's CPU "
+        "kernel takes every NaN (harness.engine.kernels.pool)",
+        _NAN_FIRST_ONLY,
+    ),
+    Diverges(
+        "*/*/specials/vjp.a",
+        "max pool with NaN: each side routes a window's gradient to the element it took",
+        Condition.whole("same total, distributed differently", lambda t, e: _same_total(t, e)),
+    ),
+)
+
+
+def _same_total(t, e) -> bool:
+    if t is None or e is None:
+        return False
+    return bool(np.isclose(np.nansum(t), np.nansum(e)))
+
+
+# ---- max pools ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SavedIndices:
+    indices: Array  # per output element, the flat index in its input plane (-1: none)
+    x_shape: tuple[int, ...]
+
+
+def max_pool2d(x: Array, /, kernel_size, stride, padding, dilation, ceil_mode):
+    """burn's `max_pool2d`: the window maxima, their indices saved for the backward."""
+    r = kernels.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)
+    return r.output, SavedIndices(r.indices, x.shape)
+
+
+def max_pool2d_backward(s: SavedIndices, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (kernels.max_pool2d_backward(g, s.indices, s.x_shape).x,)
+
+
+MAX_POOL2D = differentiable(
+    "max_pool2d",
+    max_pool2d,
+    max_pool2d_backward,
+    checks=(
+        _check(
+            "max_pool2d",
+            "module_ops.max_pool2d({a}, (2, 2), (2, 2), (0, 0), (1, 1))",
+            "torch.nn.functional.max_pool2d({a}, 2, 2)",
+            kinks=TIE_KINKS,
+            diverges=_MAX_NAN,
+        ),
+        _check(
+            "max_pool2d[ceil]",
+            "module_ops.max_pool2d({a}, (2, 2), (2, 2), (1, 1), (1, 1), True)",
+            "torch.nn.functional.max_pool2d({a}, 2, 2, 1, ceil_mode=True)",
+            menu(("b1-c2-5x5", [(1, 2, 5, 5)])),
+            torch_layout="torch.nn.functional.pad({out}, (0, 1, 0, 1), value=-float('inf'))",
+            layout_note=_CEIL_LAYOUT_NOTE,
+            diverges=(_CEIL_SHAPE, *_MAX_NAN),
+        ),
+    ),
+)
+
+
+def max_pool1d(x: Array, /, kernel_size, stride, padding, dilation, ceil_mode):
+    """burn's `max_pool1d` (run as a 2-D pool, as burn-backend does)."""
+    r = kernels.max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode)
+    return r.output, SavedIndices(r.indices, x.shape)
+
+
+def max_pool1d_backward(s: SavedIndices, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (kernels.max_pool1d_backward(g, s.indices, s.x_shape).x,)
+
+
+MAX_POOL1D = differentiable(
+    "max_pool1d",
+    max_pool1d,
+    max_pool1d_backward,
+    checks=(
+        _check(
+            "max_pool1d",
+            "module_ops.max_pool1d({a}, 3, 2, 1, 1)",
+            "torch.nn.functional.max_pool1d({a}, 3, 2, 1)",
+            _X1D,
+            kinks=TIE_KINKS,
+            diverges=_MAX_NAN,
+        ),
+    ),
+)
+
+# ---- average pools --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SavedWindow:
+    x_shape: tuple[int, ...]
+    options: dict
+
+
+def avg_pool2d(x: Array, /, kernel_size, stride, padding, count_include_pad, ceil_mode):
+    """burn's `avg_pool2d`."""
+    opts = {
+        "kernel_size": kernel_size,
+        "stride": stride,
+        "padding": padding,
+        "count_include_pad": count_include_pad,
+        "ceil_mode": ceil_mode,
+    }
+    return kernels.avg_pool2d(x, **opts), SavedWindow(x.shape, opts)
+
+
+def avg_pool2d_backward(s: SavedWindow, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (kernels.avg_pool2d_backward(g, s.x_shape, **s.options).x,)
+
+
+AVG_POOL2D = differentiable(
+    "avg_pool2d",
+    avg_pool2d,
+    avg_pool2d_backward,
+    checks=(
+        _check(
+            "avg_pool2d",
+            "module_ops.avg_pool2d({a}, (3, 3), (2, 2), (1, 1), True)",
+            "torch.nn.functional.avg_pool2d({a}, 3, 2, 1, count_include_pad=True)",
+        ),
+        _check(
+            "avg_pool2d[exclude_pad]",
+            "module_ops.avg_pool2d({a}, (3, 3), (2, 2), (1, 1), False)",
+            "torch.nn.functional.avg_pool2d({a}, 3, 2, 1, count_include_pad=False)",
+        ),
+        _check(
+            "avg_pool2d[ceil]",
+            "module_ops.avg_pool2d({a}, (2, 2), (2, 2), (1, 1), True, True)",
+            "torch.nn.functional.avg_pool2d({a}, 2, 2, 1, ceil_mode=True)",
+            menu(("b1-c2-5x5", [(1, 2, 5, 5)])),
+            torch_layout="torch.nn.functional.pad({out}, (0, 1, 0, 1), value=0.0)",
+            layout_note=_CEIL_LAYOUT_NOTE,
+            diverges=(_CEIL_SHAPE,),
+        ),
+        _check(
+            "avg_pool2d[clipped]",
+            "module_ops.avg_pool2d({a}, (3, 3), (2, 2), (1, 1), True, True)",
+            "torch.nn.functional.avg_pool2d({a}, 3, 2, 1, ceil_mode=True)",
+            menu(("b1-c2-6x6", [(1, 2, 6, 6)])),
+            diverges=(
+                Diverges(
+                    "*/*/*/vjp.a",
+                    "ceil-mode window clipped by the end of the padded input: burn's backward "
+                    "divides by the kernel size, its forward and torch by the clipped count "
+                    "(harness.engine.kernels.pool)",
+                    Condition.whole(
+                        "differs only in the last input row and column",
+                        _same_but_last_row_and_column,
+                    ),
+                ),
+            ),
+        ),
+    ),
+)
+
+
+def avg_pool1d(x: Array, /, kernel_size, stride, padding, count_include_pad, ceil_mode):
+    """burn's `avg_pool1d` (run as a 2-D pool)."""
+    opts = {
+        "kernel_size": kernel_size,
+        "stride": stride,
+        "padding": padding,
+        "count_include_pad": count_include_pad,
+        "ceil_mode": ceil_mode,
+    }
+    return kernels.avg_pool1d(x, **opts), SavedWindow(x.shape, opts)
+
+
+def avg_pool1d_backward(s: SavedWindow, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (kernels.avg_pool1d_backward(g, s.x_shape, **s.options).x,)
+
+
+AVG_POOL1D = differentiable(
+    "avg_pool1d",
+    avg_pool1d,
+    avg_pool1d_backward,
+    checks=(
+        _check(
+            "avg_pool1d",
+            "module_ops.avg_pool1d({a}, 3, 2, 1, True)",
+            "torch.nn.functional.avg_pool1d({a}, 3, 2, 1, count_include_pad=True)",
+            _X1D,
+        ),
+    ),
+)
+
+# ---- adaptive average pools -----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SavedShape:
+    x_shape: tuple[int, ...]
+
+
+def adaptive_avg_pool2d(x: Array, /, output_size):
+    """burn's `adaptive_avg_pool2d` (PyTorch's bins: floor(i*n/out) .. ceil((i+1)*n/out))."""
+    return kernels.adaptive_avg_pool2d(x, output_size), SavedShape(x.shape)
+
+
+def adaptive_avg_pool2d_backward(s: SavedShape, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (kernels.adaptive_avg_pool2d_backward(g, s.x_shape).x,)
+
+
+ADAPTIVE_AVG_POOL2D = differentiable(
+    "adaptive_avg_pool2d",
+    adaptive_avg_pool2d,
+    adaptive_avg_pool2d_backward,
+    checks=(
+        _check(
+            "adaptive_avg_pool2d",
+            "module_ops.adaptive_avg_pool2d({a}, (2, 3))",
+            "torch.nn.functional.adaptive_avg_pool2d({a}, (2, 3))",
+            menu(("b2-c3-5x7", [(2, 3, 5, 7)]), ("empty", [(0, 3, 5, 7)])),
+        ),
+    ),
+)
+
+
+def adaptive_avg_pool1d(x: Array, /, output_size):
+    """burn's `adaptive_avg_pool1d`."""
+    return kernels.adaptive_avg_pool1d(x, output_size), SavedShape(x.shape)
+
+
+def adaptive_avg_pool1d_backward(s: SavedShape, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (kernels.adaptive_avg_pool1d_backward(g, s.x_shape).x,)
+
+
+ADAPTIVE_AVG_POOL1D = differentiable(
+    "adaptive_avg_pool1d",
+    adaptive_avg_pool1d,
+    adaptive_avg_pool1d_backward,
+    checks=(
+        _check(
+            "adaptive_avg_pool1d",
+            "module_ops.adaptive_avg_pool1d({a}, 3)",
+            "torch.nn.functional.adaptive_avg_pool1d({a}, 3)",
+            _X1D,
+        ),
+    ),
+)
+
+# ---- embedding ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SavedRows:
+    weight_shape: tuple[int, ...]
+    indices: Array
+
+
+def embedding(weight: Array, /, indices):
+    """burn's `embedding(weights, indices)`: the rows `weights[indices]`."""
+    return kernels.embedding(weight, indices), SavedRows(weight.shape, indices)
+
+
+def embedding_backward(s: SavedRows, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (kernels.embedding_backward(g, s.weight_shape, s.indices).weight,)
+
+
+EMBEDDING = differentiable(
+    "embedding",
+    embedding,
+    embedding_backward,
+    checks=(
+        Check(
+            "embedding",
+            "module_ops.embedding({a}, {i})",
+            "torch.nn.functional.embedding({i}, {a})",
+            (Input("a"), Input("i", INDEX)),
+            menu(("5x3-idx2x4", [(5, 3), (2, 4)]), ("empty", [(5, 3), (0, 4)])),
+            params={"dim": 0},  # the indices draw rows of the weight
+        ),
+    ),
+)
