@@ -32,10 +32,16 @@ def test_generated_programs_have_the_declared_output_shape_and_stay_bounded(prog
     assert set(torch_values) == {"out", *(f"grad.x{k}" for k in range(len(program.leaves)))}
 
 
+# Derandomized, so the same programs every run; with 42 drawable ops (log1p, log_sigmoid,
+# erf, gelu joined in issues 17 and 14) the first program exposing a flipped exp comes
+# after 200 examples, so the budget is 300 (measured: found at 300, shrunk to one step).
+EXAMPLES_TO_FIND_A_FLIP = 300
+
+
 @pytest.mark.parametrize("op", ["exp", "mul"])
 def test_a_sign_flipped_rule_is_found_and_shrunk_to_a_short_program(op):
     with flipped_rule(op):
-        run = fuzz.fuzz(200)
+        run = fuzz.fuzz(EXAMPLES_TO_FIND_A_FLIP)
     assert not run.ok
     program = run.failure.program
     assert len(program.steps) <= 2
@@ -47,7 +53,7 @@ def test_a_sign_flipped_rule_is_found_and_shrunk_to_a_short_program(op):
 
 def test_the_printed_case_runs_through_the_case_api_and_reproduces_the_bug(tmp_path):
     with flipped_rule("exp"):
-        text = fuzz.render_run(fuzz.fuzz(200), name="fuzz_exp")
+        text = fuzz.render_run(fuzz.fuzz(EXAMPLES_TO_FIND_A_FLIP), name="fuzz_exp")
     source = text.split("# ---- cases/fuzz_exp.py ", 1)[1].split("\n", 1)[1] + "\n"
     assert len(source.splitlines()) < 40
     path = tmp_path / "fuzz_exp.py"
