@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from harness.diff import Diff
+from harness.trajectory import TrajectoryReport
 
 
 class CheckKind(StrEnum):
@@ -21,6 +22,7 @@ class CheckKind(StrEnum):
     AGREE = "agree"  # the two sides agree within tolerance
     DIFFER = "differ"  # a documented divergence: the sides differ and a relation holds
     EXPECT = "expect"  # a one-sided fact fixed by the spec
+    TRAJECTORY = "trajectory"  # step by step, with growth and the float64 verdict
 
 
 class GoldenStatus(StrEnum):
@@ -51,7 +53,8 @@ class CheckReport:
     nothing); ``documented_by`` the first docstring line a ``differ`` check's ``because`` names.
     ``because`` and ``samples`` (``(key, left value, right value)`` one-line summaries per
     matched key) are set for differ checks only; ``relation`` is the relation's text of a differ
-    or expect check.
+    or expect check. ``trajectory`` is the step-by-step analysis of a trajectory check or a
+    systematic differ (``harness.trajectory``).
     """
 
     label: str
@@ -64,6 +67,7 @@ class CheckReport:
     because: str | None = None
     relation: str | None = None
     samples: tuple[tuple[str, str, str], ...] | None = None
+    trajectory: TrajectoryReport | None = None
 
 
 @dataclass(frozen=True)

@@ -85,11 +85,24 @@ ONLY_FROM = {
     "harness.cli": (),
     "harness.record": ("harness.sidecar",),
     "harness.diff": ("harness.tolerances",),
+    # Trajectory statistics and fits: numbers over diff's rules, no results, no rendering.
+    "harness.trajectory": ("harness.diff", "harness.tolerances"),
     # The results model is data over diffs; the renderers read it and diff data only.
-    "harness.results": ("harness.diff",),
-    "harness.report": ("harness.results", "harness.diff", "harness.tolerances", "harness.record"),
+    "harness.results": ("harness.diff", "harness.trajectory"),
+    "harness.report": (
+        "harness.results",
+        "harness.diff",
+        "harness.tolerances",
+        "harness.record",
+        "harness.trajectory",
+    ),
     # The author's API does not know how a case is run, judged or rendered.
-    "harness.case": ("harness.record", "harness.results", "harness.tolerances"),
+    "harness.case": (
+        "harness.record",
+        "harness.results",
+        "harness.tolerances",
+        "harness.trajectory",
+    ),
     "harness.golden": ("harness.record", "harness.diff", "harness.environment", "harness.results"),
 }
 # Modules that must not import these (the runner below the session, neither of them the CLI).

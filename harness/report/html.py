@@ -28,6 +28,7 @@ from harness.report.html_parts import (
     slug,
 )
 from harness.report.text import render_text
+from harness.report.trajectory import trajectory_html
 from harness.results import CaseReport, CheckKind, CheckReport, GoldenReport, GoldenStatus
 
 # ---------------------------------------------------------------------------------------------
@@ -151,6 +152,7 @@ KIND_NOUNS = {
     CheckKind.AGREE: "agree",
     CheckKind.DIFFER: "documented divergence",
     CheckKind.EXPECT: "expect",
+    CheckKind.TRAJECTORY: "trajectory",
 }
 
 
@@ -403,8 +405,10 @@ def _check_html(check: CheckReport) -> str:
         because = f"<code>{escape(check.because or '')}</code>"
         message += f"<br><small>documented by {because}: {inline_code(check.documented_by)}</small>"
     table = ""
+    if check.trajectory is not None:
+        table += trajectory_html(check.trajectory)
     if check.diff is not None:
-        table = diff_html(check.diff, check.kind == CheckKind.DIFFER)
+        table += diff_html(check.diff, check.kind == CheckKind.DIFFER)
     return f'<div class="check">{title}<p class="msg">{message}</p>{table}</div>'
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from harness.diff import STATUSES, Diff, TensorDiff
 from harness.record import json_float
 from harness.report.cells import verdict
+from harness.report.trajectory import trajectory_json, trajectory_schema
 from harness.results import CaseReport, CheckKind, GoldenStatus
 from harness.tolerances import TABLE_VERSION, Tolerance
 
@@ -171,6 +172,9 @@ _CASES = {
                         # relation's text. Optional (added after format 1 shipped); else null.
                         "because": {"type": ["string", "null"]},
                         "relation": {"type": ["string", "null"]},
+                        # trajectory checks and systematic differs: the per-step series and
+                        # verdicts (optional, added after format 1 shipped); else null.
+                        "trajectory": trajectory_schema(_TOL, _OPT_NUMBER),
                         **_RESULT,
                     },
                 },
@@ -323,6 +327,9 @@ def cases_json(reports: Sequence[CaseReport]) -> dict:
                     "documented_by": c.documented_by,
                     "because": c.because,
                     "relation": c.relation,
+                    "trajectory": None
+                    if c.trajectory is None
+                    else trajectory_json(c.trajectory, _json_tol(c.trajectory.tol)),
                     "comparison": index(c.diff),
                 }
                 for c in r.checks

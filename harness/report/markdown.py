@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from harness.diff import Diff, TensorDiff
 from harness.report.cells import header, table_cells, verdict
+from harness.report.trajectory import trajectory_line
 from harness.results import CaseReport
 
 _MD_HEAD = (
@@ -48,6 +49,8 @@ def cases_markdown(reports: Sequence[CaseReport]) -> str:
             parts.append(_md(doc[0]))
         for c in r.checks:
             parts.append(f"- `{_md(c.label)}`: {'ok' if c.ok else 'FAIL'}: {_md(c.message)}")
+            if c.trajectory is not None:
+                parts.append(f"  `{_md(trajectory_line(c.trajectory))}`")
             if c.diff is not None:
                 parts.append(render_markdown(c.diff).rstrip("\n"))
     return "\n\n".join(parts) + "\n"

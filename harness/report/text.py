@@ -27,6 +27,7 @@ from harness.report.cells import (
     structural_problem,
     verdict,
 )
+from harness.report.trajectory import trajectory_line
 from harness.results import CaseReport, CheckKind, CheckReport, GoldenReport, GoldenStatus
 
 MIN_NAME_WIDTH = 24
@@ -99,6 +100,8 @@ def render_check(case_name: str, check: CheckReport) -> str:
     line = f"{case_name}: {check.label}: {'ok' if check.ok else 'FAIL'}: {check.message}"
     if check.documented_by:
         line += f" (documented: {check.documented_by})"
+    if check.trajectory is not None:
+        line += f"\n{trajectory_line(check.trajectory)}"
     table = _check_table(check)
     return line + (f"\n{table}" if table else "")
 
@@ -134,6 +137,8 @@ def render_case(report: CaseReport) -> str:
     for check in report.checks:
         extra = f" (documented: {check.documented_by})" if check.documented_by else ""
         lines.append(f"[{_mark(check.ok)}] {check.label}: {check.message}{extra}")
+        if check.trajectory is not None:
+            lines.append(f"       {trajectory_line(check.trajectory)}")
         table = _check_table(check)
         lines += [table] if table else []
     for golden in report.goldens.values():
