@@ -184,9 +184,9 @@ def differ(
     If the values come to agree, the check fails with "expected divergence vanished".
 
     ``systematic``: the values are trajectories (see :func:`trajectory`) that part by a formula
-    difference. The check then holds only while the float64 reruns part too and the gap grows
-    (``True``: linear, exponential, step or saturating; or the name of one growth class, such
-    as ``"linear"``); a fix that makes the gap rounding fails it with "expected divergence
+    difference. The check then holds only while the float64 reruns part too and, if a growth
+    class is named (``"linear"``, ``"saturating"``, ...; ``True`` names none), while the gap
+    grows that way; a fix that makes the gap rounding fails it with "expected divergence
     vanished". ``relation`` is optional then (when given it must hold as well).
     """
     if not because:

@@ -30,10 +30,12 @@ from harness.trajectory import Growth, GrowthFit, PairSeries, Precision, Traject
 
 def trajectory_line(t: TrajectoryReport) -> str:
     """``<keys> (N steps): growth=..., first over tol ..., float64: ...; closer to exact: ...``"""
-    return (
-        f"trajectory {t.steps} steps: growth={growth_text(t.growth)}, {_tol_text(t)}, "
-        f"float64: {precision_text(t)}; {closer_text(t)}"
-    )
+    return f"trajectory {t.steps} steps: {trajectory_summary(t)}; {closer_text(t)}"
+
+
+def trajectory_summary(t: TrajectoryReport) -> str:
+    """The verdicts without the closeness counts: ``growth=..., float64: parts (...)``."""
+    return f"growth={growth_text(t.growth)}, {_tol_text(t)}, float64: {precision_text(t)}"
 
 
 def growth_text(fit: GrowthFit) -> str:
@@ -278,7 +280,7 @@ def _style(ax: Any, title: str) -> None:
     ax.set_yscale("log")
     ax.set_title(title, fontsize=8, loc="left")
     ax.set_xlabel("step", fontsize=7, labelpad=1)
-    ax.tick_params(labelsize=6.5, length=2)
+    ax.tick_params(which="both", labelsize=6.5, length=2)
     ax.grid(True, which="major", linewidth=0.4, color="#dddddd")
     ax.legend(fontsize=6.5, frameon=False, loc="best")
     for side in ("top", "right"):
