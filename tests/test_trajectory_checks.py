@@ -2,17 +2,20 @@
 (float32 runs, float64 reruns, out/ files, goldens), its verdicts, and the reports."""
 
 import json
+import math
 
 import html5lib
+import numpy as np
 import pytest
 
-from harness.case import CaseDefinitionError, differ, load_case, predicate
+from harness.case import CaseDefinitionError, differ, discover, load_case, predicate
+from harness.engine import optim
 from harness.report.html import render_cases_html
 from harness.report.json_doc import REPORT_SCHEMA, cases_json, schema_errors
 from harness.report.markdown import cases_markdown
 from harness.report.text import render_case, render_summary
 from harness.runner import check_case
-from harness.trajectory import Growth
+from harness.trajectory import Growth, Precision
 
 BECAUSE = "harness.engine.optim.Adam"
 STEPS = 40
@@ -245,3 +248,35 @@ def test_html_draws_one_plot_per_trajectory(reports):
     assert all(img.get("alt").startswith("Per-step max|diff| over 40 steps") for img in images)
     assert "<th>trajectory</th>" in page  # the case index counts them
     assert render_cases_html(reports) == page  # byte-identical
+
+
+# ---- the Adam divergence is load-bearing --------------------------------------------------------
+
+
+def _torch_adam_step(self, lr, tensor, grad, state):
+    """PyTorch's Adam step (bias corrections in Python floats, ``lerp`` for the first moment),
+    on the engine's f32 hyperparameters: the "fix" of burn's float32 bias corrections."""
+    dt = tensor.dtype.type
+    b1, b2, eps = (float(np.float32(v)) for v in (self.beta_1, self.beta_2, self.epsilon))
+    t, m, v = (0, np.zeros_like(grad), np.zeros_like(grad)) if state is None else state
+    t += 1
+    m = m + (grad - m) * dt(1 - b1)
+    v = v * dt(b2) + grad * grad * dt(1 - b2)
+    denom = np.sqrt(v) / dt(math.sqrt(1 - b2**t)) + dt(eps)
+    return tensor - dt(lr / (1 - b1**t)) * m / denom, (t, m, v)
+
+
+def test_computing_the_bias_corrections_as_pytorch_makes_the_adam_divergence_vanish(
+    tmp_path, monkeypatch
+):
+    """With the engine's Adam replaced by PyTorch's formula, the aligned Adam trajectories
+    become rounding: the systematic differ fails, the float64 runs agree."""
+    (case,) = discover(["optimizer_trajectories"])
+    label = "differ:*:torch:aligned.adam~engine:aligned.adam"
+    dirs = {"golden_dir": tmp_path / "g", "out_dir": tmp_path / "o"}
+    assert check_case(case, **dirs).check(label).ok
+    monkeypatch.setattr(optim.Adam, "step", _torch_adam_step)
+    check = check_case(case, **dirs).check(label)
+    assert not check.ok
+    assert check.message.startswith("expected divergence vanished")
+    assert check.trajectory.precision.verdict == Precision.ROUNDING
