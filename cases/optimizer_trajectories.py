@@ -18,7 +18,8 @@ step of the 35 runs would make 5 MB of goldens. Three comparisons per optimizer:
   divergence, documented on ``Adam`` and ``AdamW``).
 - ``defaults``: each side's own defaults (PyTorch's, with momentum 0.9 for SGD, against
   burn's): the constants differ (dampening, epsilon, AdamW weight decay, RMSProp momentum),
-  so every pair parts in float64 too and the gap grows: systematic divergences.
+  so every pair parts in float64 too: systematic divergences (measured: the gap saturates at
+  9e-3 to 2 within 20 to 30 steps; AdaGrad's, set by the first steps' epsilon, stays bounded).
 - ``burn_defaults``: PyTorch given burn's defaults reproduces the engine's default runs to
   rounding, except Adam and AdamW, whose float32 bias corrections remain.
 

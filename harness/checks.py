@@ -144,6 +144,8 @@ def _trajectory(run: RecordedRun, check: Trajectory | Differ) -> traj.Trajectory
     )
     if not left and not right:
         return f"pattern {check.pattern!r} matched no value"
+    if not run.values64:
+        return "no float64 reruns to compare (the run was made without them)"
     try:
         return traj.analyse(
             left,

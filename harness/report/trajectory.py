@@ -260,7 +260,8 @@ def trajectory_png(data: tuple) -> bytes:
     ref_ax = fig.add_axes((0.57, 0.2, 0.41, 0.68))
     steps = np.arange(len(f32))
     _line(gap_ax, steps, f32, _COLORS["f32"], "float32 pair")
-    _line(gap_ax, steps, f64, _COLORS["f64"], "float64 pair")
+    # dashed: where a formula difference makes the two pairs coincide, both stay visible
+    _line(gap_ax, steps, f64, _COLORS["f64"], "float64 pair", dashed=True)
     if atol > 0:
         gap_ax.axhline(atol, color="#c62828", linestyle="--", linewidth=0.9, label="tolerance")
     _style(gap_ax, "max|diff| between the sides")
@@ -270,10 +271,19 @@ def trajectory_png(data: tuple) -> bytes:
     return _small_png(fig)
 
 
-def _line(ax: Any, steps: np.ndarray, values: Sequence[float], color: str, label: str) -> None:
+def _line(
+    ax: Any,
+    steps: np.ndarray,
+    values: Sequence[float],
+    color: str,
+    label: str,
+    *,
+    dashed: bool = False,
+) -> None:
     y = np.asarray(values, np.float64)
     y = np.where(y > 0, y, np.nan)  # a log axis has no 0
-    ax.plot(steps, y, color=color, linewidth=1.2, label=label, marker="." if len(y) < 40 else "")
+    style = {"linestyle": (0, (4, 2)), "linewidth": 1.4} if dashed else {"linewidth": 1.2}
+    ax.plot(steps, y, color=color, label=label, marker="." if len(y) < 40 else "", **style)
 
 
 def _style(ax: Any, title: str) -> None:
