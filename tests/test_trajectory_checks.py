@@ -1,24 +1,18 @@
 """Trajectory checks and systematic differs, end to end: a synthetic case run by the runner
 (float32 runs, float64 reruns, out/ files, goldens), its verdicts, and the reports."""
 
-import dataclasses
 import json
-import math
 
 import html5lib
-import numpy as np
 import pytest
-import torch
 
-from harness.case import CaseDefinitionError, differ, discover, load_case, predicate
-from harness.checks import evaluate_check
-from harness.engine import optim
+from harness.case import CaseDefinitionError, differ, load_case, predicate
 from harness.report.html import render_cases_html
 from harness.report.json_doc import REPORT_SCHEMA, cases_json, schema_errors
 from harness.report.markdown import cases_markdown
 from harness.report.text import render_case, render_summary
-from harness.runner import check_case, run_case
-from harness.trajectory import Growth, Precision
+from harness.runner import check_case
+from harness.trajectory import Growth
 
 BECAUSE = "harness.engine.optim.Adam"
 STEPS = 40
@@ -251,54 +245,3 @@ def test_html_draws_one_plot_per_trajectory(reports):
     assert all(img.get("alt").startswith("Per-step max|diff| over 40 steps") for img in images)
     assert "<th>trajectory</th>" in page  # the case index counts them
     assert render_cases_html(reports) == page  # byte-identical
-
-
-# ---- the Adam divergence is load-bearing --------------------------------------------------------
-
-
-def _torch_adam_step(self, lr, tensor, grad, state):
-    """PyTorch's Adam step (bias corrections in Python floats, ``lerp`` for the first moment),
-    on the engine's f32 hyperparameters: the "fix" of burn's float32 bias corrections."""
-    dt = tensor.dtype.type
-    b1, b2, eps = (float(np.float32(v)) for v in (self.beta_1, self.beta_2, self.epsilon))
-    t, m, v = (0, np.zeros_like(grad), np.zeros_like(grad)) if state is None else state
-    t += 1
-    m = m + (grad - m) * dt(1 - b1)
-    v = v * dt(b2) + grad * grad * dt(1 - b2)
-    denom = np.sqrt(v) / dt(math.sqrt(1 - b2**t)) + dt(eps)
-    return tensor - dt(lr / (1 - b1**t)) * m / denom, (t, m, v)
-
-
-def _aligned_adam_only(case, label):
-    """The case cut down to its aligned Adam runs and the one check on them (4 runs, not 140)."""
-    names = case.torch_side.__globals__  # the case module's helpers
-
-    def torch_side(dtype=torch.float32):
-        make = names["_torch_aligned"]()["adam"]
-        return {"aligned": {"adam": names["_torch_run"](make, dtype)}}
-
-    def engine_side(dtype="float32"):
-        config, lr = names["_engine_aligned"]()["adam"]
-        return {"aligned": {"adam": names["_engine_run"](config, lr, dtype)}}
-
-    check = next(c for c in case.checks if c.label == label)
-    small = dataclasses.replace(
-        case, torch_side=torch_side, engine_side=engine_side, checks=(check,)
-    )
-    return small, check
-
-
-def test_computing_the_bias_corrections_as_pytorch_makes_the_adam_divergence_vanish(
-    tmp_path, monkeypatch
-):
-    """With the engine's Adam replaced by PyTorch's formula, the aligned Adam trajectories
-    become rounding: the systematic differ fails, the float64 runs agree."""
-    (case,) = discover(["optimizer_trajectories"])
-    small, check = _aligned_adam_only(case, "differ:*:torch:aligned.adam~engine:aligned.adam")
-    before = evaluate_check(run_case(small, tmp_path / "a", repeat=False), check)
-    assert before.ok, before.message
-    monkeypatch.setattr(optim.Adam, "step", _torch_adam_step)
-    result = evaluate_check(run_case(small, tmp_path / "b", repeat=False), check)
-    assert not result.ok
-    assert result.message.startswith("expected divergence vanished")
-    assert result.trajectory.precision.verdict == Precision.ROUNDING
