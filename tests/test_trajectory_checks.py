@@ -1,16 +1,18 @@
 """Trajectory checks and systematic differs, end to end: a synthetic case run by the runner
 (float32 runs, float64 reruns, out/ files, goldens), its verdicts, and the reports."""
 
+import dataclasses
 import json
 
 import html5lib
+import numpy as np
 import pytest
 
 from harness.case import CaseDefinitionError, differ, load_case, predicate
 from harness.report.html import render_cases_html
 from harness.report.json_doc import REPORT_SCHEMA, cases_json, schema_errors
 from harness.report.markdown import cases_markdown
-from harness.report.text import render_case, render_summary
+from harness.report.text import render_case, render_check, render_summary
 from harness.runner import check_case
 from harness.trajectory import Growth
 
@@ -94,6 +96,43 @@ def test_a_formula_change_fails_the_trajectory_check(tmp_path):
     assert not check.ok
     assert check.message.startswith("formula difference: the float64 runs part too")
     assert f"FAIL synthetic_trajectory::{LABELS['trajectory']}" in render_summary([report])
+
+
+def test_a_failed_trajectory_check_starts_with_where_the_float64_runs_part(tmp_path):
+    """Failure first: the first line names the keys, the float64 verdict and the worst float32
+    step, then the verdict line and the trajectory line, as pytest shows it."""
+    report = run(tmp_path, variant="eps=1.001e-3")
+    check = report.check(LABELS["trajectory"])
+    first, verdict, line = render_check(report.case, check).splitlines()[:3]
+    t = check.trajectory
+    worst = int(np.argmax(t.float32.max_abs))
+    assert first.startswith("run.w and 1 more keys: float64 pair parts at step ")
+    assert f"bits over rounding); float32 max|diff|={t.float32.max_abs[worst]:.2e}" in first
+    assert f" at step {worst}, " in first
+    assert verdict.startswith(f"synthetic_trajectory: {LABELS['trajectory']}: FAIL: formula")
+    assert line.startswith(f"trajectory {STEPS} steps: growth=")
+    brief = render_case(report, verbose=False)  # the failing check and its line survive -q
+    assert f"[FAIL] {LABELS['trajectory']}: formula difference" in brief
+    assert f"trajectory {STEPS} steps: growth=" in brief
+
+
+def test_trajectory_text_goes_through_the_escaping(tmp_path):
+    report = run(tmp_path, variant="eps=1.001e-3")
+    check = report.check(LABELS["trajectory"])
+    hostile = dataclasses.replace(
+        check,
+        trajectory=dataclasses.replace(
+            check.trajectory, keys=("run.\x1b[2Jw", "run.loss"), labels=("torch\n", "engine")
+        ),
+    )
+    for text in (
+        render_check(report.case, hostile),
+        render_case(dataclasses.replace(report, checks=(hostile,))),
+        cases_markdown([dataclasses.replace(report, checks=(hostile,))]),
+    ):
+        assert "\x1b" not in text and "torch\n" not in text  # no raw ESC, no broken line
+        assert ": torch\\n 40" in text  # the trajectory line, escaped
+    assert render_check(report.case, hostile).startswith("run.\\x1b[2Jw and 1 more keys")
 
 
 def test_a_systematic_differ_holds_while_the_formula_differs(tmp_path):

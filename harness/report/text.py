@@ -157,7 +157,7 @@ def render_check(
         line += f" (documented: {check.documented_by})"
     lines = [line]
     if check.trajectory is not None:
-        lines.append(trajectory_line(check.trajectory))
+        lines.append(one_line(trajectory_line(check.trajectory)))  # a label cannot break it
     first = _check_headline(check)
     if raised is not None and not check.ok:
         first = raised_headline(raised)
@@ -178,7 +178,7 @@ def _check_headline(check: CheckReport) -> str | None:
     if check.diff is not None:
         return failure_headline(check.diff, check.details)
     if check.trajectory is not None:
-        return trajectory_headline(check.trajectory)
+        return one_line(trajectory_headline(check.trajectory))
     return None
 
 
@@ -280,7 +280,7 @@ def render_case(report: CaseReport, *, verbose: bool = True, update: str | None 
         extra = f" (documented: {check.documented_by})" if check.documented_by else ""
         lines.append(f"[{_mark(check.ok)}] {check.label}: {check.message}{extra}")
         if check.trajectory is not None:
-            lines.append(f"       {trajectory_line(check.trajectory)}")
+            lines.append(f"       {one_line(trajectory_line(check.trajectory))}")
         table = _check_table(check, verbose)
         lines += [table] if table else []
     for golden in report.goldens.values():
