@@ -12,6 +12,10 @@ the engine's Linear stores the transpose.
 `rounding="float32"` builds the variant used by the `input_rounding` case: inputs and biases
 computed in float32 arithmetic (`f32(0.1) * f32(k) - f32(0.5)`), which differs from the exact
 values by a few ULP in several positions.
+
+`dtype="float64"` (torch: `torch.float64`) builds the float64 rerun of a trajectory case: the
+same float32 values, exactly, in float64 params and inputs, so that the rerun computes the
+float32 experiment without its rounding.
 """
 
 from __future__ import annotations
@@ -110,12 +114,19 @@ def _engine_linear(weight_out_in: np.ndarray, bias: np.ndarray, device) -> Linea
     )
 
 
-def a1_engine(device, rounding: Rounding = "once") -> tuple[A1, Tensor, Tensor]:
+def _in_dtype(arrays: dict[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    """The float arrays cast (exactly) to `dtype`; y stays int64."""
+    return {k: v.astype(dtype) if v.dtype.kind == "f" else v for k, v in arrays.items()}
+
+
+def a1_engine(
+    device, rounding: Rounding = "once", dtype: str = "float32"
+) -> tuple[A1, Tensor, Tensor]:
     """(A1 engine model, x, y) on `device`; params are marked leaves with fresh ParamIds.
 
     x is a plain (untracked) tensor on `device`; y is int64.
     """
-    arrays = a1_arrays(rounding)
+    arrays = _in_dtype(a1_arrays(rounding), dtype)
     model = A1(
         _engine_linear(arrays["fc1.weight"], arrays["fc1.bias"], device),
         _engine_linear(arrays["fc2.weight"], arrays["fc2.bias"], device),
@@ -126,8 +137,9 @@ def a1_engine(device, rounding: Rounding = "once") -> tuple[A1, Tensor, Tensor]:
 # ---- PyTorch side -------------------------------------------------------------------------
 
 
-def a1_torch(rounding: Rounding = "once"):
-    """(torch A1 model, x, y): an `nn.Module` with `.fc1`, `.relu`, `.fc2`, float32, CPU.
+def a1_torch(rounding: Rounding = "once", dtype=None):
+    """(torch A1 model, x, y): an `nn.Module` with `.fc1`, `.relu`, `.fc2`, CPU, float32 or
+    `dtype` (`torch.float64`).
 
     torch is imported here, so importing this module never needs it.
     """
@@ -146,8 +158,9 @@ def a1_torch(rounding: Rounding = "once"):
         def forward(self, x):
             return self.fc2(self.relu(self.fc1(x)))
 
-    arrays = a1_arrays(rounding)
-    model = A1Torch()
+    dtype = dtype or torch.float32
+    arrays = _in_dtype(a1_arrays(rounding), str(dtype).removeprefix("torch."))
+    model = A1Torch().to(dtype)
     with torch.no_grad():
         for name in PARAM_NAMES:
             model.get_parameter(name).copy_(torch.from_numpy(arrays[name]))

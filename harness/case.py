@@ -2,8 +2,12 @@
 
 A case module holds a docstring (what the experiment shows), ``torch_side()`` and
 ``engine_side()`` (each returns an ordered mapping of named values), ``CHECKS`` (a list of
-:func:`agree` / :func:`differ` / :func:`expect`), and optionally ``TOLERANCES`` (glob ->
-:class:`~harness.tolerances.Tolerance` with a reason) overriding the per-dtype defaults.
+:func:`agree` / :func:`differ` / :func:`expect` / :func:`trajectory`), and optionally
+``TOLERANCES`` (glob -> :class:`~harness.tolerances.Tolerance` with a reason) overriding the
+per-dtype defaults. A case with a trajectory check (or a systematic differ) is also run in
+float64: its sides take a ``dtype`` parameter (``torch_side(dtype=torch.float32)``,
+``engine_side(dtype="float32")``), which the float64 rerun sets to ``torch.float64`` /
+``"float64"``.
 :func:`capture` records an error as a value; the relations below say what holds between the
 two sides of a documented divergence.
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import importlib.util
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +31,7 @@ import numpy as np
 from harness import record
 from harness.results import CheckKind
 from harness.tolerances import Tolerance, check_overrides, resolve
+from harness.trajectory import Growth
 
 SIDES = ("torch", "engine")
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,8 +110,9 @@ class Differ:
     left: SideRef
     right: SideRef
     because: str
-    relation: Relation
+    relation: Relation | None
     tol: Tolerance | None = None
+    systematic: bool | Growth = False  # a trajectory whose float64 runs part (see differ())
     kind: CheckKind = field(default=CheckKind.DIFFER, init=False)
 
     @property
@@ -125,7 +132,21 @@ class Expect:
         return f"expect:{self.pattern}:{self.ref.label}"
 
 
-Check = Agree | Differ | Expect
+@dataclass(frozen=True)
+class Trajectory:
+    pattern: str
+    left: SideRef
+    right: SideRef
+    tol: Tolerance | None = None
+    note: str = ""
+    kind: CheckKind = field(default=CheckKind.TRAJECTORY, init=False)
+
+    @property
+    def label(self) -> str:
+        return f"trajectory:{self.pattern}:{self.left.label}~{self.right.label}"
+
+
+Check = Agree | Differ | Expect | Trajectory
 
 
 def agree(
@@ -150,20 +171,60 @@ def differ(
     pattern: str,
     *,
     because: str,
-    relation: Relation,
+    relation: Relation | None = None,
     left: str = "torch",
     right: str = "engine",
     tol: Tolerance | None = None,
+    systematic: bool | str = False,
 ) -> Differ:
     """A documented divergence: passes only while the values differ and ``relation`` holds.
 
     ``because`` is the dotted path of the engine object whose docstring documents the
     divergence (``"harness.engine.tensor.Tensor.detach"``); it is resolved when the check runs.
     If the values come to agree, the check fails with "expected divergence vanished".
+
+    ``systematic``: the values are trajectories (see :func:`trajectory`) that part by a formula
+    difference. The check then holds only while the float64 reruns part too and, if a growth
+    class is named (``"linear"``, ``"saturating"``, ...; ``True`` names none), while the gap
+    grows that way; a fix that makes the gap rounding fails it with "expected divergence
+    vanished". ``relation`` is optional then (when given it must hold as well).
     """
     if not because:
         raise CaseDefinitionError(f"differ({pattern!r}): 'because' must name an engine docstring")
-    return Differ(pattern, SideRef.parse(left), SideRef.parse(right), because, relation, tol)
+    classes = [g for g in Growth if g != Growth.UNDETERMINED]
+    if systematic not in (True, False) and systematic not in classes:
+        raise CaseDefinitionError(
+            f"differ({pattern!r}): systematic={systematic!r}: expected True, False or one of "
+            f"{[str(g) for g in classes]}"
+        )
+    if relation is None and not systematic:
+        raise CaseDefinitionError(f"differ({pattern!r}): 'relation' is required")
+    growth = Growth(systematic) if isinstance(systematic, str) else systematic
+    return Differ(
+        pattern, SideRef.parse(left), SideRef.parse(right), because, relation, tol, growth
+    )
+
+
+def trajectory(
+    pattern: str,
+    left: str = "torch",
+    right: str = "engine",
+    *,
+    tol: Tolerance | None = None,
+    note: str = "",
+) -> Trajectory:
+    """The values matching ``pattern`` are trajectories (float tensors whose first axis is
+    the step) that the two sides compute with the same formula.
+
+    Compared step by step: max|diff|, max ULP and mismatches per step, the first step over
+    the tolerance and the growth of the gap; the case is also run in float64 on both sides.
+    The check holds while the float64 runs agree to float64 rounding (so the float32 gap,
+    whatever its size, is rounding) and fails when they part too (a formula difference:
+    document it with ``differ(..., systematic=True)``). ``tol`` sets the per-step tolerance
+    the report measures against (default: the case's); ``left`` / ``right`` as in
+    :func:`agree`. The reference for "closer to exact" is the left side's float64 run.
+    """
+    return Trajectory(pattern, SideRef.parse(left), SideRef.parse(right), tol, note)
 
 
 def expect(pattern: str, side: str, relation: Relation | Any) -> Expect:
@@ -257,13 +318,18 @@ class Case:
     name: str
     doc: str
     path: Path
-    torch_side: Callable[[], Mapping[str, Any]]
-    engine_side: Callable[[], Mapping[str, Any]]
+    torch_side: Callable[..., Mapping[str, Any]]
+    engine_side: Callable[..., Mapping[str, Any]]
     checks: tuple[Check, ...]
     tolerances: Mapping[str, Tolerance]
 
-    def side_fn(self, side: str) -> Callable[[], Mapping[str, Any]]:
+    def side_fn(self, side: str) -> Callable[..., Mapping[str, Any]]:
         return self.torch_side if side == "torch" else self.engine_side
+
+    @property
+    def needs_float64(self) -> bool:
+        """Trajectory checks and systematic differs compare the sides' float64 reruns."""
+        return any(_needs_float64(check) for check in self.checks)
 
     def tol_for(self, key: str, dtype: str) -> Tolerance:
         return resolve(key, dtype, self.tolerances)
@@ -286,8 +352,13 @@ def load_case(path: Path) -> Case:
     if not checks:
         raise CaseDefinitionError(f"{path}: CHECKS: empty (a case must check something)")
     for check in checks:
-        if not isinstance(check, Agree | Differ | Expect):
-            raise CaseDefinitionError(f"{path}: CHECKS: {check!r} is not agree/differ/expect")
+        if not isinstance(check, Agree | Differ | Expect | Trajectory):
+            raise CaseDefinitionError(
+                f"{path}: CHECKS: {check!r} is not agree/differ/expect/trajectory"
+            )
+    if any(_needs_float64(check) for check in checks):
+        for attr in ("torch_side", "engine_side"):
+            _check_dtype_parameter(path, attr, getattr(module, attr))
     labels = [c.label for c in checks]
     if len(set(labels)) != len(labels):
         raise CaseDefinitionError(f"{path}: CHECKS: duplicate check {labels}")
@@ -305,6 +376,20 @@ def load_case(path: Path) -> Case:
         checks=checks,
         tolerances=tolerances,
     )
+
+
+def _needs_float64(check: Check) -> bool:
+    return isinstance(check, Trajectory) or (isinstance(check, Differ) and bool(check.systematic))
+
+
+def _check_dtype_parameter(path: Path, attr: str, fn: Callable) -> None:
+    """A side of a case with trajectory checks takes ``dtype`` (with a float32 default)."""
+    parameter = inspect.signature(fn).parameters.get("dtype")
+    if parameter is None or parameter.default is inspect.Parameter.empty:
+        raise CaseDefinitionError(
+            f"{path}: {attr}: needs a 'dtype' parameter with a float32 default "
+            "(trajectory checks rerun both sides in float64)"
+        )
 
 
 def case_paths(cases_dir: Path = CASES_DIR) -> list[Path]:

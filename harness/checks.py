@@ -8,7 +8,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from harness.case import Agree, Case, CaseDefinitionError, Check, Differ, Expect
+from harness import trajectory as traj
+from harness.case import Agree, Case, CaseDefinitionError, Check, Differ, Expect, Trajectory
 from harness.diff import Diff, diff_values
 from harness.mismatches import LIMIT, RowDetail, inspect_row
 from harness.report.cells import value_summary
@@ -23,6 +24,7 @@ class RecordedRun(Protocol):
     case: Case
     values: Mapping[str, Mapping[str, Any]]
     error: str | None
+    values64: Mapping[str, Mapping[str, Any]]  # the float64 reruns (trajectory checks)
 
 
 class _Verdict(NamedTuple):
@@ -31,6 +33,7 @@ class _Verdict(NamedTuple):
     message: str
     documented_by: str = ""
     compared: tuple[Mapping, Mapping] = ({}, {})  # the values the diff compared, by side
+    trajectory: traj.TrajectoryReport | None = None
 
 
 def evaluate(run: RecordedRun, *, limit: int | None = LIMIT) -> list[CheckReport]:
@@ -42,9 +45,14 @@ def evaluate(run: RecordedRun, *, limit: int | None = LIMIT) -> list[CheckReport
 
 
 def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT) -> CheckReport:
-    ok, diff, message, documented_by, compared = _verdict(run, check)
+    ok, diff, message, documented_by, compared, trajectory = _verdict(run, check)
     relation = getattr(check, "relation", None)
     differ = isinstance(check, Differ)
+    relation_text = None if relation is None else relation.text
+    if differ and check.systematic:
+        relation_text = "; ".join(
+            filter(None, [traj.systematic_text(check.systematic), relation_text])
+        )
     return CheckReport(
         label=check.label,
         kind=check.kind,
@@ -54,9 +62,10 @@ def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT)
         documented_by=documented_by,
         pattern=check.pattern,
         because=check.because if differ else None,
-        relation=None if relation is None else relation.text,
+        relation=relation_text,
         samples=_samples(run, check) if differ else None,
         details=_details(check, ok, diff, compared, limit),
+        trajectory=trajectory,
     )
 
 
@@ -79,6 +88,13 @@ def _verdict(run: RecordedRun, check: Check) -> _Verdict:
         return _Verdict(False, None, run.error)
     if isinstance(check, Expect):
         return _evaluate_expect(run, check)
+    if isinstance(check, Trajectory):
+        report = _trajectory(run, check)
+        if isinstance(report, str):
+            return _Verdict(False, None, report)
+        ok, message = traj.same_formula(report)
+        message = f"{message} ({check.note})" if check.note else message
+        return _Verdict(ok, None, message, trajectory=report)
     left = check.left.select(run.values[check.left.side], check.pattern)
     right = check.right.select(run.values[check.right.side], check.pattern)
     if not left and not right:
@@ -94,7 +110,7 @@ def _verdict(run: RecordedRun, check: Check) -> _Verdict:
         message = "agree" if diff.ok else "values disagree"
         message = f"{message} ({check.note})" if check.note else message
         return _Verdict(diff.ok, diff, message, compared=(left, right))
-    return _evaluate_differ(check, diff, left, right)._replace(compared=(left, right))
+    return _evaluate_differ(check, diff, left, right, run)._replace(compared=(left, right))
 
 
 def _tol_for(case: Case, tol: Tolerance | None) -> Callable[[str, str], Tolerance]:
@@ -103,7 +119,9 @@ def _tol_for(case: Case, tol: Tolerance | None) -> Callable[[str, str], Toleranc
     return case.tol_for
 
 
-def _evaluate_differ(check: Differ, diff: Diff, left: dict, right: dict) -> _Verdict:
+def _evaluate_differ(
+    check: Differ, diff: Diff, left: dict, right: dict, run: RecordedRun
+) -> _Verdict:
     try:
         documented_by = resolve_because(check.because)
     except CaseDefinitionError as exc:
@@ -111,6 +129,8 @@ def _evaluate_differ(check: Differ, diff: Diff, left: dict, right: dict) -> _Ver
     if set(left) != set(right):
         missing = sorted(set(left) ^ set(right))
         return _Verdict(False, diff, f"keys present on one side only: {missing}")
+    if check.systematic:
+        return _evaluate_systematic(run, check, diff, (left, right), documented_by)
     if diff.ok:
         return _Verdict(False, diff, "expected divergence vanished", documented_by)
     broken = [k for k in left if not check.relation.holds(left[k], right[k])]
@@ -118,6 +138,45 @@ def _evaluate_differ(check: Differ, diff: Diff, left: dict, right: dict) -> _Ver
         message = f"values differ but the relation '{check.relation.text}' fails for {broken}"
         return _Verdict(False, diff, message, documented_by)
     return _Verdict(True, diff, f"differ as documented: {check.relation.text}", documented_by)
+
+
+def _evaluate_systematic(
+    run: RecordedRun, check: Differ, diff: Diff, sides: tuple[dict, dict], documented_by: str
+) -> _Verdict:
+    """A systematic differ: the trajectory's float64 verdict and growth, then the relation."""
+    report = _trajectory(run, check)
+    if isinstance(report, str):
+        return _Verdict(False, diff, report, documented_by)
+    ok, message = traj.systematic_holds(report, check.systematic)
+    left, right = sides
+    broken = [k for k in left if check.relation and not check.relation.holds(left[k], right[k])]
+    if ok and broken:
+        ok, message = False, f"the relation '{check.relation.text}' fails for {broken}"
+    return _Verdict(ok, diff, message, documented_by, trajectory=report)
+
+
+def _trajectory(run: RecordedRun, check: Trajectory | Differ) -> traj.TrajectoryReport | str:
+    """The step-by-step analysis of a check's values and their float64 reruns, or why none."""
+    left, right, left64, right64 = (
+        ref.select(values.get(ref.side, {}), check.pattern)
+        for values in (run.values, run.values64)
+        for ref in (check.left, check.right)
+    )
+    if not left and not right:
+        return f"pattern {check.pattern!r} matched no value"
+    if not run.values64:
+        return "no float64 reruns to compare (the run was made without them)"
+    try:
+        return traj.analyse(
+            left,
+            right,
+            left64,
+            right64,
+            tol_for=_tol_for(run.case, check.tol),
+            labels=(check.left.label, check.right.label),
+        )
+    except traj.TrajectoryError as exc:
+        return f"not a trajectory: {exc}"
 
 
 def _evaluate_expect(run: RecordedRun, check: Expect) -> _Verdict:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness.diff import Diff
 from harness.mismatches import Element, RowDetail
+from harness.trajectory import TrajectoryReport
 
 
 class CheckKind(StrEnum):
@@ -23,6 +24,7 @@ class CheckKind(StrEnum):
     AGREE = "agree"  # the two sides agree within tolerance
     DIFFER = "differ"  # a documented divergence: the sides differ and a relation holds
     EXPECT = "expect"  # a one-sided fact fixed by the spec
+    TRAJECTORY = "trajectory"  # step by step, with growth and the float64 verdict
 
 
 class GoldenStatus(StrEnum):
@@ -55,7 +57,8 @@ class CheckReport:
     matched key) are set for differ checks only; ``relation`` is the relation's text of a differ
     or expect check. ``details`` holds the elements behind the rows of ``diff``
     (``harness.mismatches``): for every row of an agree check (the summary's headline reads
-    them), for the rows of a failing check of another kind.
+    them), for the rows of a failing check of another kind. ``trajectory`` is the step-by-step
+    analysis of a trajectory check or a systematic differ (``harness.trajectory``).
     """
 
     label: str
@@ -69,6 +72,7 @@ class CheckReport:
     relation: str | None = None
     samples: tuple[tuple[str, str, str], ...] | None = None
     details: tuple[RowDetail, ...] = ()
+    trajectory: TrajectoryReport | None = None
 
 
 @dataclass(frozen=True)

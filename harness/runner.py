@@ -69,10 +69,29 @@ def pinned(side: str, threads: int = THREADS) -> Iterator[None]:
             torch.set_num_threads(previous)
 
 
-def run_side(case: Case, side: str, threads: int = THREADS) -> dict[str, Any]:
-    """Run one side under pinned threads and seeds; return its normalized values."""
+def run_side(
+    case: Case, side: str, threads: int = THREADS, dtype: str | None = None
+) -> dict[str, Any]:
+    """Run one side under pinned threads and seeds; return its normalized values.
+
+    ``dtype`` (``"float64"``): the rerun of a case with trajectory checks; the side receives
+    its framework's dtype object (``torch.float64``; the engine's ``"float64"``).
+    """
     with pinned(side, threads):
-        return record.normalize(case.side_fn(side)())
+        fn = case.side_fn(side)
+        return record.normalize(fn() if dtype is None else fn(dtype=side_dtype(side, dtype)))
+
+
+FLOAT64 = "float64"
+
+
+def side_dtype(side: str, name: str) -> Any:
+    """The dtype object a side receives for a dtype name."""
+    if side == "torch":
+        import torch
+
+        return getattr(torch, name)
+    return name
 
 
 def side_error(case: Case, side: str, exc: BaseException, *, rerun: bool = False) -> SideError:
@@ -102,15 +121,16 @@ def side_text(
     values: Mapping[str, Any],
     env: Mapping[str, Any],
     sidecar_threshold: int = record.SIDECAR_THRESHOLD,
+    stem: str | None = None,
 ) -> str:
-    """The JSON text ``record.write_side`` writes to ``<side>.json`` for normalized values.
+    """The JSON text ``record.write_side`` writes to ``<stem or side>.json`` for normalized values.
 
     Sidecar references (sha256, summary, content-addressed name) are computed in memory, so
     two runs can be compared by text without writing the second one: equal texts mean equal
     data, because the sha256 of every sidecar is part of the text.
     """
     refs = {
-        key: sidecar.sidecar_reference(side, key, value)
+        key: sidecar.sidecar_reference(stem or side, key, value)
         for key, value in values.items()
         if isinstance(value, np.ndarray) and value.size > sidecar_threshold
     }
@@ -123,6 +143,8 @@ class CaseRun:
 
     ``texts[side]`` is the JSON text of ``out/<case>/<side>.json`` (sidecar references, not
     data, for large tensors); ``env`` is the environment block both sides were written with.
+    ``values64[side]``: the float64 rerun of a case with trajectory checks, as decoded from
+    ``out/<case>/<side>.float64.json`` (never a golden: goldens hold the float32 runs only).
     """
 
     case: Case
@@ -132,6 +154,7 @@ class CaseRun:
     error: str | None = None
     env: dict[str, Any] = field(default_factory=dict)
     raised: SideError | None = None
+    values64: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def run_case(
@@ -168,7 +191,41 @@ def run_case(
             run.raised = side_error(case, side, exc, rerun=True)
             return run
         _compare_runs(run, side, again, folder, sidecar_threshold)
+    if case.needs_float64:
+        _run_float64(run, folder, sidecar_threshold, repeat, threads)
     return run
+
+
+def _run_float64(
+    run: CaseRun, folder: Path, threshold: int, repeat: bool, threads: int = THREADS
+) -> None:
+    """The float64 reruns: ``out/<case>/<side>.float64.json``, checked for determinism like
+    the float32 runs (a difference is recorded as ``<side>.float64`` in ``nondeterministic``)."""
+    for side in SIDES:
+        stem = f"{side}.{FLOAT64}"
+        try:
+            first = run_side(run.case, side, threads, FLOAT64)
+            path = folder / f"{stem}.json"
+            text = record.write_side(
+                path, run.case.name, side, first, run.env, sidecar_threshold=threshold
+            )
+            again = run_side(run.case, side, threads, FLOAT64) if repeat else None
+        except Exception as exc:  # a case error is a finding to report, not a crash
+            run.error = f"{side}_side(dtype={FLOAT64}) raised {exc!r}"
+            run.raised = side_error(run.case, side, exc)
+            return
+        run.values64[side] = record.read_side(path, data=text.encode("ascii")).values
+        if (
+            again is not None
+            and side_text(run.case.name, side, again, run.env, threshold, stem) != text
+        ):
+            run.nondeterministic[stem] = diff_values(
+                run.values64[side],
+                again,
+                tol_for=lambda key, dtype: Tolerance.exact(),
+                title=f"{run.case.name}: {side} float64 run 1 vs run 2",
+                labels=("run1", "run2"),
+            )
 
 
 def _write_out(run: CaseRun, side: str, values: Mapping, folder: Path, threshold: int) -> None:

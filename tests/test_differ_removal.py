@@ -7,23 +7,27 @@ failure under the patch is caused by the removed behaviour, not by the case itse
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 
 import numpy as np
 import pytest
+import torch
 
 from harness import engine
 from harness.case import discover
+from harness.checks import evaluate_check
 from harness.engine import lr_scheduler, optim
 from harness.engine.loss import CrossEntropyLoss, KLDivLoss, Reduction
 from harness.engine.module import params_of
-from harness.runner import check_case
+from harness.runner import check_case, run_case
+from harness.trajectory import Precision
 
 VANISHED = "expected divergence vanished"
 
 # (case, label of the differ check whose engine behaviour the matching patch removes)
 TARGETS = {
-    "optimizer_state": "differ:loss:torch:aligned.sgd_momentum~engine:defaults.sgd_momentum",
     "grad_clipping": "differ:norm.*:torch~engine",
     "lr_schedulers": "differ:linear:torch:naive~engine:aligned",
     "grad_none": "differ:after_from_grads:torch~engine",
@@ -156,7 +160,6 @@ def _kl_auto_averages_every_element(monkeypatch):
 
 
 REMOVALS = {
-    "optimizer_state": _no_dampening_by_default,
     "grad_clipping": _global_norm_clipping,
     "lr_schedulers": _no_first_step_shift,
     "grad_none": _from_grads_copies,
@@ -175,32 +178,81 @@ def test_removing_the_behaviour_fails_the_differ(case_name, tmp_path, monkeypatc
 
 
 def _pytorch_bias_corrections(monkeypatch):
-    """Adam with PyTorch's formula: f64 betas and f64 bias corrections `1 - beta**t`."""
+    """Adam with PyTorch's formula: bias corrections `1 - beta**t` in Python floats (f64),
+    `lerp` for the first moment, on the engine's f32 hyperparameters (the values the aligned
+    PyTorch runs are given), so the only change is the "fix" of burn's float32 bias
+    corrections."""
     from harness.engine.optim.adam import Adam, AdaptiveMomentumState
 
     def update(self, lr, tensor, grad, state):
         dt = tensor.dtype.type
-        b1, b2 = self.beta_1, self.beta_2
+        b1, b2, eps = (float(np.float32(v)) for v in (self.beta_1, self.beta_2, self.epsilon))
         if state is None:
             state = AdaptiveMomentumState(0, np.zeros_like(grad), np.zeros_like(grad))
         state.time += 1
-        state.moment_1 = state.moment_1 * dt(b1) + grad * dt(1 - b1)
+        state.moment_1 = state.moment_1 + (grad - state.moment_1) * dt(1 - b1)
         state.moment_2 = state.moment_2 * dt(b2) + np.square(grad) * dt(1 - b2)
         bc1, bc2 = 1 - b1**state.time, 1 - b2**state.time
-        denom = np.sqrt(state.moment_2) / dt(bc2**0.5) + dt(self.epsilon)
-        return tensor - state.moment_1 / denom * dt(lr / bc1), state
+        denom = np.sqrt(state.moment_2) / dt(math.sqrt(bc2)) + dt(eps)
+        return tensor - dt(lr / bc1) * state.moment_1 / denom, state
 
     monkeypatch.setattr(Adam, "update", update)
 
 
+def _one_pair(case_name, label):
+    """``optimizer_trajectories`` cut down to the two runs a check compares and that check
+    (4 runs with the float64 reruns, not 140). Labels read ``...:torch:<group>.<name>~
+    engine:<group>.<name>``; each side's ``_<side>_<group>()`` builds its runs."""
+    (case,) = discover([case_name])
+    check = next(c for c in case.checks if c.label == label)
+    names = case.torch_side.__globals__  # the case module's helpers
+    (tg, tn), (eg, en) = (ref.prefix.rstrip(".").split(".") for ref in (check.left, check.right))
+
+    def torch_side(dtype=torch.float32):
+        return {tg: {tn: names["_torch_run"](names[f"_torch_{tg}"]()[tn], dtype)}}
+
+    def engine_side(dtype="float32"):
+        config, lr = names[f"_engine_{eg}"]()[en]
+        return {eg: {en: names["_engine_run"](config, lr, dtype)}}
+
+    small = dataclasses.replace(
+        case, torch_side=torch_side, engine_side=engine_side, checks=(check,)
+    )
+    return small, check
+
+
+ADAM = "differ:*:torch:aligned.adam~engine:aligned.adam"
+
+
 def test_pytorch_bias_corrections_remove_the_adam_formula_differ(tmp_path, monkeypatch):
-    """The `long` Adam gap is burn's float32 bias corrections: with PyTorch's formula in the
-    engine, float32 and float64 runs alike agree with PyTorch's, and the differ vanishes (the
-    case run itself shows that it holds without the patch)."""
+    """The aligned Adam gap of ``optimizer_trajectories`` is burn's float32 bias corrections:
+    with PyTorch's formula in the engine, the trajectories become rounding: the systematic
+    differ fails, the float64 runs agree (before the patch the same cut-down check holds)."""
+    small, check = _one_pair("optimizer_trajectories", ADAM)
+    before = evaluate_check(run_case(small, tmp_path / "a", repeat=False), check)
+    assert before.ok, before.message
     _pytorch_bias_corrections(monkeypatch)
-    result = _result("optimizer_state", "differ:long.*.adam.params:torch~engine", tmp_path)
+    result = evaluate_check(run_case(small, tmp_path / "b", repeat=False), check)
     assert not result.ok
-    assert result.message == VANISHED
+    assert result.message.startswith(VANISHED)
+    assert result.trajectory.precision.verdict == Precision.ROUNDING
+
+
+DAMPENING = "trajectory:*:torch:burn_defaults.sgd_momentum~engine:defaults.sgd_momentum"
+
+
+def test_pytorch_dampening_breaks_the_burn_defaults_trajectory(tmp_path, monkeypatch):
+    """burn's default dampening 0.1 is what PyTorch given dampening 0.1 reproduces: with
+    PyTorch's 0 as the engine's default, that rounding-level trajectory becomes a formula
+    difference (the float64 runs part)."""
+    small, check = _one_pair("optimizer_trajectories", DAMPENING)
+    before = evaluate_check(run_case(small, tmp_path / "a", repeat=False), check)
+    assert before.ok, before.message
+    _no_dampening_by_default(monkeypatch)
+    result = evaluate_check(run_case(small, tmp_path / "b", repeat=False), check)
+    assert not result.ok
+    assert result.message.startswith("formula difference")
+    assert result.trajectory.precision.verdict == Precision.FORMULA
 
 
 def test_every_shifted_scheduler_loses_its_differ(tmp_path, monkeypatch):

@@ -26,7 +26,7 @@ TABLE = {
     "CE ignore_index / pad": ("cross_entropy_variants", "pad.*"),
     "loss shape": ("cross_entropy_variants", "shape.loss"),
     "grad-norm clipping": ("grad_clipping", "norm.*"),
-    "optimizer defaults": ("optimizer_state", "*"),
+    "optimizer defaults": ("optimizer_trajectories", "*"),
     "scheduler": ("lr_schedulers", "*"),
 }
 

@@ -2,7 +2,9 @@
 
 import base64
 import dataclasses
+import html
 import io
+import json
 import re
 import shutil
 import struct
@@ -10,6 +12,7 @@ import subprocess
 
 import html5lib
 import numpy as np
+import PIL.Image
 import pytest
 
 from harness.case import load_case
@@ -268,29 +271,131 @@ def test_progress_draws_a_bar_only_on_a_terminal():
 
 CHROMIUM = shutil.which("chromium")
 
+TRAJECTORY_CASE = '''"""A synthetic trajectory case for the browser test: a reordered sum (rounding)
+and a modified epsilon (a formula difference, documented as systematic)."""
+import numpy as np
+import torch  # noqa: F401  (loads torch's OpenMP pool before the environment is recorded)
+
+from harness.case import differ, trajectory
+
+A = (((np.arange(48).reshape(12, 4) * 7) % 11) * 0.1 - 0.5).astype(np.float32)
+B = ((np.arange(12) % 5) * 0.2 - 0.3).astype(np.float32)
+
+
+def descent(dtype, reverse=False, eps=1e-3):
+    dtype = str(dtype).removeprefix("torch.")
+    dt = np.dtype(dtype).type
+    a, b, w = A.astype(dtype), B.astype(dtype), np.zeros(4, dtype)
+    ws = []
+    for _ in range(60):
+        terms = a * (a @ w - b)[:, None]
+        g = np.cumsum(terms[::-1] if reverse else terms, axis=0)[-1]
+        w = w - dt(0.05) * g / (np.sqrt(np.mean(g * g)) + dt(eps))
+        ws.append(w)
+    return np.stack(ws)
+
+
+def torch_side(dtype="float32"):
+    return {"sum.w": descent(dtype), "eps.w": descent(dtype)}
+
+
+def engine_side(dtype="float32"):
+    return {"sum.w": descent(dtype, reverse=True), "eps.w": descent(dtype, eps=1.001e-3)}
+
+
+CHECKS = [
+    trajectory("sum.*"),
+    differ("eps.*", because="harness.engine.optim.Adam", systematic=True),
+]
+'''
+
+# Run in the page copy only (the report itself has no script): what a person would see, read
+# back from the rendered DOM by --dump-dom.
+PROBE = """<script>
+window.addEventListener("load", () => {
+  const images = [...document.images];
+  const plots = [...document.querySelectorAll("img.trajectory")];
+  const probe = {
+    verdict: document.querySelector("h1 .badge").textContent,
+    images: images.length,
+    broken: images.filter((i) => !i.complete || i.naturalWidth === 0).length,
+    plots: plots.length,
+    plotsDrawn: plots.filter((i) => i.naturalWidth > 0 && i.getBoundingClientRect().width > 0)
+      .length,
+    plotsInside: plots.filter((i) => i.getBoundingClientRect().right <= window.innerWidth)
+      .length,
+    viewport: window.innerWidth,
+    scrollWidth: document.documentElement.scrollWidth,
+    fontSize: parseFloat(getComputedStyle(document.body).fontSize),
+  };
+  const out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify(probe);
+  document.body.appendChild(out);
+});
+</script>"""
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--window-size=1400,4200",  # tall enough for the trajectory plots in the screenshot
+]
+
+
+@pytest.fixture(scope="module")
+def trajectory_results(tmp_path_factory):
+    """The trajectory case run twice (the first run writes its goldens), so that it is OK."""
+    tmp_path = tmp_path_factory.mktemp("trajectory")
+    path = tmp_path / "cases" / "synthetic_trajectory.py"
+    path.parent.mkdir()
+    path.write_text(TRAJECTORY_CASE)
+    dirs = {"golden_dir": tmp_path / "golden", "out_dir": tmp_path / "out"}
+    check_case(load_case(path), **dirs)
+    return [check_case(load_case(path), **dirs)]
+
+
+def chromium(tmp_path, *args):
+    profile = f"--user-data-dir={tmp_path / 'profile'}"
+    command = [CHROMIUM, *CHROMIUM_FLAGS, profile, *args]
+    return subprocess.run(command, capture_output=True, timeout=120, check=False, text=True)
+
 
 @pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not on PATH")
-def test_page_renders_in_headless_chromium(page, tmp_path):
-    html_path, png = tmp_path / "report.html", tmp_path / "report.png"
+def test_page_renders_in_headless_chromium(results, trajectory_results, tmp_path):
+    """In a real browser at 1400 px: the verdict, every trajectory plot drawn, no broken
+    image, nothing wider than the window; and a screenshot that is not blank."""
+    reports = [*results, *trajectory_results]
+    # The synthetic case fails (its engine golden moved by 2 ULP); the trajectory case holds.
+    assert [r.ok for r in reports] == [False, True]
+    page = render_cases_html(reports)
+    html_path, probed, png = tmp_path / "report.html", tmp_path / "probed.html", tmp_path / "r.png"
     html_path.write_text(page, encoding="utf-8")
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        f"--screenshot={png}",
-        "--window-size=1280,2000",
-        html_path.as_uri(),
-    ]
-    subprocess.run(command, capture_output=True, timeout=120, check=False)
-    assert png.exists()
+    probed.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+
+    dom = chromium(tmp_path, "--virtual-time-budget=10000", "--dump-dom", probed.as_uri()).stdout
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom)
+    assert found, f"no probe output in the rendered DOM: {dom[:300]!r}"
+    probe = json.loads(html.unescape(found.group(1)))
+    expected_plots = sum(c.trajectory is not None for r in reports for c in r.checks)
+    assert expected_plots == 2
+    assert probe["verdict"] == "FAIL"
+    assert probe["plots"] == probe["plotsDrawn"] == probe["plotsInside"] == expected_plots
+    assert probe["images"] == page.count("<img ") and probe["broken"] == 0
+    assert probe["viewport"] == 1400
+    assert probe["scrollWidth"] <= probe["viewport"]  # no sideways scrolling at 1400 px
+    assert probe["fontSize"] >= 13
+    summary = parse(dom).find(".//table[@class='summary']/tbody/tr")
+    assert "".join(summary.itertext()) == "cases2 (1 ok, 1 fail)"
+
+    chromium(tmp_path, f"--screenshot={png}", html_path.as_uri())
     data = png.read_bytes()
-    assert struct.unpack(">II", data[16:24]) == (1280, 2000)
-    assert len(data) > 20_000  # a blank page compresses to a few kB
+    assert struct.unpack(">II", data[16:24]) == (1400, 4200)
+    colours = PIL.Image.open(png).convert("RGB").getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) > 50  # text, badges and plots, not a blank page

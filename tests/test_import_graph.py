@@ -91,8 +91,10 @@ ONLY_FROM = {
     "harness.diff": ("harness.tolerances", "harness.ulp", "harness.diff_stats"),
     "harness.mismatches": ("harness.diff", "harness.tolerances", "harness.ulp"),
     "harness.project": ("harness.tolerances",),
+    # Trajectory statistics and fits: numbers over diff's rules, no results, no rendering.
+    "harness.trajectory": ("harness.diff", "harness.tolerances"),
     # The results model is data over diffs; the renderers read it and diff data only.
-    "harness.results": ("harness.diff", "harness.mismatches"),
+    "harness.results": ("harness.diff", "harness.mismatches", "harness.trajectory"),
     "harness.report": (
         "harness.results",
         "harness.diff",
@@ -100,9 +102,15 @@ ONLY_FROM = {
         "harness.tolerances",
         "harness.record",
         "harness.escape",
+        "harness.trajectory",
     ),
     # The author's API does not know how a case is run, judged or rendered.
-    "harness.case": ("harness.record", "harness.results", "harness.tolerances"),
+    "harness.case": (
+        "harness.record",
+        "harness.results",
+        "harness.tolerances",
+        "harness.trajectory",
+    ),
     "harness.golden": (
         "harness.record",
         "harness.diff",

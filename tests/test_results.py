@@ -10,7 +10,7 @@ import html5lib
 import numpy as np
 import pytest
 
-from harness.case import agree, differ, expect, scaled
+from harness.case import agree, differ, expect, scaled, trajectory
 from harness.diff import diff_values
 from harness.report.html import KIND_NOUNS, render_cases_html
 from harness.report.json_doc import REPORT_SCHEMA, cases_json, schema_errors
@@ -65,6 +65,7 @@ def test_every_golden_status_is_produced_by_the_golden_workflow_or_the_runner():
 def test_every_check_kind_is_declared_by_the_case_api():
     because = "harness.engine.tensor.Tensor.detach"
     checks = [agree("g"), differ("g", because=because, relation=scaled(2)), expect("g", "torch", 1)]
+    checks.append(trajectory("g"))
     assert [c.kind for c in checks] == list(CheckKind)
 
 

@@ -38,6 +38,7 @@ from harness.report.html_parts import (
     slug,
 )
 from harness.report.text import render_text, render_traceback
+from harness.report.trajectory import trajectory_html, trajectory_summary
 from harness.results import (
     CaseReport,
     CheckKind,
@@ -209,6 +210,7 @@ KIND_NOUNS = {
     CheckKind.AGREE: "agree",
     CheckKind.DIFFER: "documented divergence",
     CheckKind.EXPECT: "expect",
+    CheckKind.TRAJECTORY: "trajectory",
 }
 
 
@@ -362,6 +364,8 @@ def _divergences_section(reports: Sequence[CaseReport]) -> str:
 def _divergence_row(case: str, check: CheckReport) -> list[str]:
     labels = check.diff.labels if check.diff is not None else ("torch", "engine")
     samples = check.samples or []
+    if check.trajectory is not None:  # a systematic differ: its first key, then the verdicts
+        samples = samples[:1]
     pattern = check.pattern or check.label
     name = escape(case).replace("_", "_<wbr>")  # break long case names between words
     topic = f'<a href="#case-{slug(case)}">{name}</a><br><code>{escape(pattern)}</code>'
@@ -375,7 +379,10 @@ def _divergence_row(case: str, check: CheckReport) -> list[str]:
         reason += f"<br>{inline_code(check.documented_by)}"
     status = badge(check.ok, "holds", "FAIL")
     status += "" if check.ok else f"<br>{escape(check.message)}"
-    return [topic, *sides, escape(check.relation or ""), reason, status]
+    relation = escape(check.relation or "")
+    if check.trajectory is not None:
+        relation += f"<br><small>{escape(trajectory_summary(check.trajectory))}</small>"
+    return [topic, *sides, relation, reason, status]
 
 
 def _side_cell(label: str, samples: Sequence[Sequence[str]], column: int, pattern: str) -> str:
@@ -473,8 +480,10 @@ def _check_html(check: CheckReport) -> str:
         because = f"<code>{escape(check.because or '')}</code>"
         message += f"<br><small>documented by {because}: {inline_code(check.documented_by)}</small>"
     table = ""
+    if check.trajectory is not None:
+        table += trajectory_html(check.trajectory)
     if check.diff is not None:
-        table = diff_html(check.diff, check.kind == CheckKind.DIFFER, check.details)
+        table += diff_html(check.diff, check.kind == CheckKind.DIFFER, check.details)
     return f'<div class="check">{title}<p class="msg">{message}</p>{table}</div>'
 
 

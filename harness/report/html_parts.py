@@ -109,4 +109,6 @@ img.hist{display:block;margin:0 auto}nav{margin:0 0 8px;color:#57606a}
 border-bottom:1px solid #333;width:max-content}.cssbars span{width:9px;background:#1565c0}
 .cssbars span.b0{background:#2e7d32}.cssbars span.fail{background:#c62828}
 .cssbars span.documented{background:#6a1b9a}
+.trajectory{margin:4px 0 8px}img.trajectory{display:block;max-width:100%;height:auto}
+.trajectory-line{margin:2px 0}
 """

@@ -14,6 +14,7 @@ from harness.mismatches import Element, RowDetail
 from harness.record import json_float
 from harness.report.cells import verdict
 from harness.report.schema import REPORT_SCHEMA, SCHEMA_ID, schema_errors
+from harness.report.trajectory import trajectory_json
 from harness.results import CaseReport, SideError, Spot, headline
 from harness.tolerances import TABLE_VERSION, Tolerance
 
@@ -203,6 +204,9 @@ def cases_json(reports: Sequence[CaseReport], *, timings: bool = False) -> dict:
                     "documented_by": c.documented_by,
                     "because": c.because,
                     "relation": c.relation,
+                    "trajectory": None
+                    if c.trajectory is None
+                    else trajectory_json(c.trajectory, _json_tol(c.trajectory.tol)),
                     "comparison": index(c.diff, c.details),
                 }
                 for c in r.checks

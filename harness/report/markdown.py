@@ -16,6 +16,7 @@ from harness.diff import Diff, TensorDiff
 from harness.escape import one_line
 from harness.report.cells import header, table_cells, verdict
 from harness.report.text import render_traceback
+from harness.report.trajectory import trajectory_line
 from harness.results import CaseReport
 
 _MD_HEAD = (
@@ -76,6 +77,8 @@ def cases_markdown(reports: Sequence[CaseReport]) -> str:
             parts.append(f"```\n{render_traceback(r.raised)}\n```")
         for c in r.checks:
             parts.append(f"- {_code(c.label)}: {'ok' if c.ok else 'FAIL'}: {_md(c.message)}")
+            if c.trajectory is not None:
+                parts.append(f"  {_code(trajectory_line(c.trajectory))}")
             if c.diff is not None:
                 parts.append(render_markdown(c.diff).rstrip("\n"))
     return "\n\n".join(parts) + "\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.diff import STATUSES
+from harness.report.trajectory import trajectory_schema
 from harness.results import CheckKind, GoldenStatus
 
 SCHEMA_ID = "conformance-report/1"
@@ -172,6 +173,9 @@ _CASES = {
                         # relation's text. Optional (added after format 1 shipped); else null.
                         "because": {"type": ["string", "null"]},
                         "relation": {"type": ["string", "null"]},
+                        # trajectory checks and systematic differs: the per-step series and
+                        # verdicts (optional, added after format 1 shipped); else null.
+                        "trajectory": trajectory_schema(_TOL, _OPT_NUMBER),
                         **_RESULT,
                     },
                 },

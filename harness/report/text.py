@@ -42,6 +42,7 @@ from harness.report.cells import (
     verdict,
 )
 from harness.report.elements import detail_lines, failure_headline, left_out_text
+from harness.report.trajectory import trajectory_headline, trajectory_line
 from harness.results import (
     CaseReport,
     CheckKind,
@@ -155,7 +156,9 @@ def render_check(
     if check.documented_by:
         line += f" (documented: {check.documented_by})"
     lines = [line]
-    first = None if check.ok or check.diff is None else failure_headline(check.diff, check.details)
+    if check.trajectory is not None:
+        lines.append(one_line(trajectory_line(check.trajectory)))  # a label cannot break it
+    first = _check_headline(check)
     if raised is not None and not check.ok:
         first = raised_headline(raised)
     if first is not None and check.kind != CheckKind.DIFFER:
@@ -165,6 +168,18 @@ def render_check(
     if raised is not None:
         lines.append(render_traceback(raised))
     return escape_lines("\n".join(lines))
+
+
+def _check_headline(check: CheckReport) -> str | None:
+    """A failed check's first line: the worst element of its table, or for a trajectory
+    check (no table), where its float64 runs part."""
+    if check.ok:
+        return None
+    if check.diff is not None:
+        return failure_headline(check.diff, check.details)
+    if check.trajectory is not None:
+        return one_line(trajectory_headline(check.trajectory))
+    return None
 
 
 def _check_table(check: CheckReport, verbose: bool = True) -> str:
@@ -264,6 +279,8 @@ def render_case(report: CaseReport, *, verbose: bool = True, update: str | None 
             continue
         extra = f" (documented: {check.documented_by})" if check.documented_by else ""
         lines.append(f"[{_mark(check.ok)}] {check.label}: {check.message}{extra}")
+        if check.trajectory is not None:
+            lines.append(f"       {one_line(trajectory_line(check.trajectory))}")
         table = _check_table(check, verbose)
         lines += [table] if table else []
     for golden in report.goldens.values():

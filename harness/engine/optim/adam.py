@@ -8,7 +8,10 @@ computes `1 - beta**t` in f64. `1 - 0.999^t` is small, so its f32 rounding is a 
 up to ~1e-5 in the early steps, and the update differs by about that much whatever the tensor
 dtype. On the A1 model (lr 0.01) the largest param gap grows about linearly, ~1.1e-7 a step,
 while the updates are full-size, passes 1e-6 at step 14, and levels off near 6e-6 after step 80
-as they shrink; float64 on both sides gives the same gap (the `optimizer_state` case, `long`).
+as they shrink (measured over all params for 120 steps); float64 on both sides gives the same
+gap. The `optimizer_trajectories` case shows it step by step on the loss and biases (100
+steps, `aligned.adam`: saturating 4.5e-8/step until step 59, then 3.0e-6; first over 1e-6 at
+step 12; float64: parts, 29.3 bits over rounding), documented there as a systematic differ.
 Measured apart: the f32 rounding of `1 - beta^t` is nearly all of it; f32 betas with f64 bias
 corrections leave a gap 40 to 200 times smaller.
 """
