@@ -55,27 +55,31 @@ class Node:
     `grad` holds the gradient summed so far for a pending step, only while a backward pass
     runs (a slot is cheaper than a dict keyed by id on the hot path): `_PENDING` once the pass
     collected the step, None outside a pass.
+
+    Built with `object.__new__` and slot stores (no `__init__`), by `untracked_node`,
+    `untracked_output` and `marked_leaf` below and, for tracked op outputs, by
+    `harness.engine.methods.tracked_output`:
+    in Python 3.11 calling a class runs its `__init__` through the slow path of a type call.
     """
 
     __slots__ = ("grad", "id", "order", "parents", "requirement", "rule", "saved")
-
-    def __init__(self, id, requirement, parents, order, rule, saved):
-        self.id = id
-        self.requirement = requirement
-        self.parents = parents
-        self.order = order
-        self.rule = rule
-        self.saved = saved
-        self.grad = None
 
     def __repr__(self) -> str:
         rule = self.rule.__name__ if self.rule is not None else None
         return f"Node(id={self.id}, {self.requirement}, order={self.order}, step={rule})"
 
 
+_new = object.__new__
+
+
 def untracked_node() -> Node:
     """A fresh node of a tensor on the autodiff device that takes no part in the graph."""
-    return Node(next_node_id(), NONE, None, 0, None, None)
+    node = _new(Node)
+    node.id = next_node_id()
+    node.requirement = NONE
+    node.parents = node.rule = node.saved = node.grad = None
+    node.order = 0
+    return node
 
 
 def _untracked_step(saved, g, tracked) -> tuple:
@@ -90,13 +94,24 @@ def untracked_output() -> Node:
     base.rs`, commit 2c06be351006851d42fdb6df16b976f4a82d9747), so `backward()` on it runs
     that step instead of raising; order 1 tells it from an untracked leaf once consumed.
     """
-    return Node(next_node_id(), NONE, None, 1, _untracked_step, None)
+    node = _new(Node)
+    node.id = next_node_id()
+    node.requirement = NONE
+    node.parents = node.saved = node.grad = None
+    node.order = 1
+    node.rule = _untracked_step
+    return node
 
 
 def marked_leaf(node_id: int | None = None) -> Node:
     """A leaf marked with `require_grad()`: a fresh id, or `node_id` (an untracked tensor that
     becomes marked keeps its id)."""
-    return Node(next_node_id() if node_id is None else node_id, GRAD, None, 0, None, None)
+    node = _new(Node)
+    node.id = next_node_id() if node_id is None else node_id
+    node.requirement = GRAD
+    node.parents = node.rule = node.saved = node.grad = None
+    node.order = 0
+    return node
 
 
 class Gradients:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from .autodiff import GRAD_IN_BACKWARD, NONE, Node, next_node_id, untracked_node, untracked_output
 from .device import Device
 from .errors import DeviceMismatchError, ShapeError
@@ -22,6 +24,32 @@ from .ops.base import Primitive
 
 _PLAIN = Device.flex()
 _AUTODIFF = _PLAIN.autodiff()
+_NDARRAY = np.ndarray
+_new = object.__new__
+
+
+def tracked_output(cls, out, parents: tuple, order: int, op: Primitive, saved):
+    """A tensor of class `cls` holding `out`, whose node's step is op's rule with `saved`.
+
+    Node and tensor are built with `object.__new__` and slot stores: in Python 3.11 calling a
+    class runs its `__init__` through the slow path of a type call (~700 instructions more),
+    and every op output needs both. `op.backward` is read now, so a replaced rule
+    (harness.ops.inject) applies to every graph built afterwards.
+    """
+    node = _new(Node)
+    node.id = next_node_id()
+    node.requirement = GRAD_IN_BACKWARD
+    node.parents = parents
+    node.order = order
+    node.rule = op.backward
+    node.saved = saved
+    node.grad = None
+    t = _new(cls)
+    # NumPy returns scalars, not arrays, from ufuncs on 0-d arrays (as Tensor.__init__ says).
+    t._data = out if out.__class__ is _NDARRAY else np.asarray(out)
+    t.device = _AUTODIFF
+    t._node = node
+    return t
 
 
 def unary_result(x, op: Primitive, out, saved):
@@ -31,9 +59,7 @@ def unary_result(x, op: Primitive, out, saved):
         return x.__class__(out, _PLAIN, None)
     if node.requirement is NONE:
         return x.__class__(out, _AUTODIFF, untracked_output())
-    # `op.backward` is read now, so a replaced rule (harness.ops.inject) applies at once.
-    step = Node(next_node_id(), GRAD_IN_BACKWARD, (node,), node.order + 1, op.backward, saved)
-    return x.__class__(out, _AUTODIFF, step)
+    return tracked_output(x.__class__, out, (node,), node.order + 1, op, saved)
 
 
 def untracked_result(x, out):
@@ -83,8 +109,7 @@ def binary_result(a, b, op: Primitive, forward: Callable):
     else:
         parents = (na, nb)
         order = (na.order if na.order > nb.order else nb.order) + 1
-    step = Node(next_node_id(), GRAD_IN_BACKWARD, parents, order, op.backward, saved)
-    return a.__class__(out, _AUTODIFF, step)
+    return tracked_output(a.__class__, out, parents, order, op, saved)
 
 
 def variadic_result(tensors: Sequence, op: Primitive, out, saved):
@@ -102,8 +127,7 @@ def variadic_result(tensors: Sequence, op: Primitive, out, saved):
     if not tracked:
         return cls(out, _AUTODIFF, untracked_output())
     order = max(n.order for n in tracked) + 1
-    step = Node(next_node_id(), GRAD_IN_BACKWARD, parents, order, op.backward, saved)
-    return cls(out, _AUTODIFF, step)
+    return tracked_output(cls, out, parents, order, op, saved)
 
 
 # ---- method factories -------------------------------------------------------------------------

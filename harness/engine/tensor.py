@@ -28,7 +28,7 @@ from operator import attrgetter
 import numpy as np
 
 from . import autodiff
-from .autodiff import GRAD, NONE, AutodiffMethods, Node, next_node_id
+from .autodiff import GRAD, AutodiffMethods, Node
 from .device import Device
 from .errors import AutodiffError, ShapeError
 from .methods import (
@@ -117,11 +117,9 @@ class Tensor(AutodiffMethods):
         node = self._node
         if node is None:
             return Tensor(array, _PLAIN, None)
-        # Nodes built here, not by marked_leaf() / untracked_node(): one call less per param
-        # at every optimizer step.
         if node.requirement is GRAD:
-            return Tensor(array, _AUTODIFF, Node(next_node_id(), GRAD, None, 0, None, None))
-        return Tensor(array, _AUTODIFF, Node(next_node_id(), NONE, None, 0, None, None))
+            return Tensor(array, _AUTODIFF, autodiff.marked_leaf())
+        return Tensor(array, _AUTODIFF, autodiff.untracked_node())
 
     @staticmethod
     def from_floats(data, device: Device, dtype="float32") -> Tensor:
