@@ -1,4 +1,4 @@
-"""The A1 model and its inputs: the one builder every case and test uses (shared/a1-model.md).
+"""The A1 model and its inputs: the one builder every case and test uses (defined below).
 
 A two-layer MLP `fc2(relu(fc1(x)))`, fc1: 4 -> 8, fc2: 8 -> 3, cross-entropy (mean) on a batch
 of 4 rows, SGD with lr 0.1. Every value is computed in float64 and rounded to float32 **once**,

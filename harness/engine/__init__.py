@@ -1,6 +1,6 @@
 """The reference engine: NumPy tensors with burn 0.22's autodiff, modules, losses and optimizers.
 
-Public names mirror burn in Python spelling (docs: ../../../shared/design.md, section 2).
+Public names mirror burn in Python spelling (the README lists them).
 Each submodule re-exports its public names in its own block below; append new blocks, keep
 the existing ones as they are.
 """
