@@ -28,14 +28,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TextIO
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from harness.cli import exit_code, positive_int
 from harness.diff import TensorDiff, diff_arrays
 from harness.engine.ops.facts import Abs, FuzzBinary, FuzzElementwise, FuzzStructural, size
 from harness.ops.inject import flipped_rule, rule_name
@@ -364,9 +367,14 @@ class FuzzRun:
 
 
 def fuzz(
-    max_examples: int = CI_EXAMPLES, *, seed: int | None = None, max_steps: int = 5
+    max_examples: int = CI_EXAMPLES,
+    *,
+    seed: int | None = None,
+    max_steps: int = 5,
+    on_example: Callable[[int], None] | None = None,
 ) -> FuzzRun:
-    """Search for a disagreeing program; shrink the first one found.
+    """Search for a disagreeing program; shrink the first one found. `on_example(count)` is
+    called after each program run (progress display).
 
     Deterministic: without `seed` Hypothesis derandomizes (a fixed seed derived from the test),
     and no example database is read or written. The last failing program Hypothesis runs is
@@ -388,6 +396,8 @@ def fuzz(
         nonlocal count
         count += 1
         verdict = check_program(program, opinions=False)
+        if on_example is not None:
+            on_example(count)
         if not verdict.ok:
             failures.append(verdict)
             raise AssertionError(render_verdict(verdict))
@@ -420,9 +430,9 @@ def render_run(run: FuzzRun, name: str = "fuzz_found") -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m harness.ops.fuzz [--examples N] [--seed S]`: exit 1 on a disagreement."""
     parser = argparse.ArgumentParser(prog="python -m harness.ops.fuzz", description=__doc__)
-    parser.add_argument("--examples", type=_positive_int, default=CI_EXAMPLES)
+    parser.add_argument("--examples", type=positive_int, default=CI_EXAMPLES)
     parser.add_argument("--seed", type=int, help="random seed (default: derandomized)")
-    parser.add_argument("--max-steps", type=_positive_int, default=5)
+    parser.add_argument("--max-steps", type=positive_int, default=5)
     parser.add_argument(
         "--inject-flip", type=rule_name, metavar="OP", help="demo: flip OP's backward rule"
     )
@@ -430,15 +440,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     with flipped_rule(args.inject_flip) if args.inject_flip else contextlib.nullcontext():
-        run = fuzz(args.examples, seed=args.seed, max_steps=args.max_steps)
+        run = fuzz(
+            args.examples,
+            seed=args.seed,
+            max_steps=args.max_steps,
+            on_example=_progress(args.examples, sys.stderr),
+        )
     print(render_run(run, args.name))
-    return 0 if run.ok else 1
+    return exit_code(run.ok)
 
 
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return int(text)
+def _progress(total: int, stream: TextIO) -> Callable[[int], None]:
+    """One stderr line per tenth of the programs (shrinking runs past `total` are not shown)."""
+    start = time.perf_counter()
+    every = max(1, total // 10)
+
+    def show(count: int) -> None:
+        if count % every == 0 and count <= total:
+            elapsed = time.perf_counter() - start
+            print(f"fuzz: {count}/{total} programs ({elapsed:.1f} s)", file=stream, flush=True)
+
+    return show
 
 
 if __name__ == "__main__":

@@ -13,13 +13,14 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from harness.case import OUT_DIR
+from harness.cli import exit_code, names_of
 from harness.ops import divergences as div_table
 from harness.ops.cells import DECLARED, DTYPES, FAIL, PASS, Comparison, run_cell, valuesets
 from harness.ops.inject import flipped_rule, rule_name
@@ -299,9 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`python -m harness.ops`: print the coverage table, write out/ops.json, exit 1 on fail."""
     parser = argparse.ArgumentParser(prog="python -m harness.ops", description=__doc__)
     parser.add_argument(
-        "--ops", type=_names_of(PAIRS_BY_NAME, "op"), help="comma-separated op names (default: all)"
+        "--ops", type=names_of(PAIRS_BY_NAME, "op"), help="comma-separated op names (default: all)"
     )
-    parser.add_argument("--dtypes", type=_names_of(DTYPES, "dtype"), default=list(DTYPES))
+    parser.add_argument("--dtypes", type=names_of(DTYPES, "dtype"), default=list(DTYPES))
     parser.add_argument("--json", type=Path, default=OUT_JSON, help="default: <repo>/out/ops.json")
     parser.add_argument(
         "--opinion",
@@ -322,23 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render_table(result))
     write_json(result, args.json)
     print(f"wrote {args.json}")
-    return 0 if result.ok else 1
-
-
-def _names_of(known: Iterable[str], what: str) -> Callable[[str], list[str]]:
-    """An argparse type: a comma-separated list of names, each one of ``known``."""
-    known = list(known)
-
-    def parse(text: str) -> list[str]:
-        names = text.split(",")
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise argparse.ArgumentTypeError(
-                f"unknown {what}(s) {', '.join(unknown)}; known: {', '.join(known)}"
-            )
-        return names
-
-    return parse
+    return exit_code(result.ok)
 
 
 if __name__ == "__main__":
