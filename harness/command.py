@@ -53,6 +53,7 @@ CASES_ONLY = (
     "allow_stale",
     "prune_stale",
     "timings",
+    "jobs",
 )
 PATH_OPTIONS = ("json", "markdown", "html", "out", "golden_dir", "cases_dir")
 
@@ -104,7 +105,8 @@ def build_parser(prog: str = "conformance") -> argparse.ArgumentParser:
     )
     cases.add_argument("--update-golden", action="store_true", help="rewrite the goldens")
     cases.add_argument("--force", action="store_true", help="bless goldens even if checks fail")
-    cases.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="worker processes")
+    # No default here: None tells "not given" from "--jobs 1", so file mode can refuse it.
+    cases.add_argument("--jobs", type=positive_int, metavar="N", help="worker processes (1)")
     cases.add_argument("--shard", metavar="K/N", help="run the K-th of N slices of the cases")
     cases.add_argument("--out", metavar="DIR", help="write side files here (default out/)")
     cases.add_argument("--golden-dir", metavar="DIR", help="goldens folder (default golden/)")
@@ -153,6 +155,7 @@ def main(
     if empty:  # Path("") is ".": an empty --out would write into the current folder
         parser.error(f"{empty[0]}: empty file or folder name ('')")
     if not args.files:
+        args.jobs = args.jobs or 1
         return run_cases_main(args, project)
     try:
         return compare_files(args)

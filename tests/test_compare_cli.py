@@ -319,7 +319,10 @@ def test_file_options_in_case_mode_are_a_usage_error(argv, message, capsys):
     assert capsys.readouterr().err.splitlines()[-1].startswith(f"compare.py: error: {message}")
 
 
-@pytest.mark.parametrize("option", [["--update-golden"], ["--shard", "1/2"], ["--out", "x"]])
+@pytest.mark.parametrize(
+    "option",
+    [["--update-golden"], ["--shard", "1/2"], ["--out", "x"], ["--jobs", "1"], ["--timings"]],
+)
 def test_case_options_with_files_are_a_usage_error(pair, capsys, option):
     with pytest.raises(SystemExit) as exc:
         compare.main([*pair(BASE, BASE), *option])
