@@ -1,21 +1,27 @@
 """Twenty Adam steps of a small transformer on a synthetic sequence task, both sides starting
 from the same PyTorch weights.
 
-The model: a token embedding (a bias-free Linear on one-hot tokens: the engine has no
-``Embedding`` module yet, and a one-hot matmul is the same function with the same
-gradient), sinusoidal positions (burn's ``PositionalEncoding``; PyTorch the tutorial's table),
-a 2-layer ``TransformerEncoder`` (d_model 32, 4 heads, d_ff 64, post-norm, dropout 0, exact
-gelu: burn's default, which PyTorch must be told, its default is relu) and a Linear head.
-The task: at each position predict the previous token (position 0 predicts itself),
-cross-entropy over all positions.
+The model: a token embedding (``torch.nn.Embedding`` and burn's ``Embedding``, the same
+``[vocab, d_model]`` layout, loaded as stored), sinusoidal positions (burn's
+``PositionalEncoding``; PyTorch the tutorial's table), a 2-layer ``TransformerEncoder``
+(d_model 32, 4 heads, d_ff 64, post-norm, dropout 0, exact gelu: burn's default, which PyTorch
+must be told, its default is relu) and a Linear head. The task: at each position predict the
+previous token (position 0 predicts itself), cross-entropy over all positions.
 PyTorch's weights (``self_attn.in_proj_weight``, ``linear1``, ``norm1``, ...) are imported
 into burn's layout (``mha.query``/``key``/``value``, ``pwff.linear_inner``, ``norm_1.gamma``)
-by the importer rules; burn's Adam is given PyTorch's epsilon (1e-8, burn's default 1e-5).
+by the importer rules; burn's Adam is given PyTorch's epsilon (1e-8, burn's default 1e-5), and
+PyTorch the betas and epsilon as burn stores them (f32 fields), so that no constant but the
+bias corrections differs in the float64 reruns.
 
-Per-step losses (``step{k}.loss``) and the final parameters (recorded in PyTorch's names and
-layout on both sides) agree. The two position tables round differently in the last bits and
-float32 differences grow over 20 Adam steps (step 0's loss agrees to 1 ulp, step 19's to
-about 15), so losses are compared at 1e-5 and the final parameters at 5e-5 (TOLERANCES).
+The per-step losses (``steps.loss``, the step on the first axis) are a trajectory that parts
+by a formula difference: burn computes Adam's bias corrections ``1 - beta^t`` in float32
+whatever the dtype (documented on ``harness.engine.optim.Adam``). Measured: the gap grows
+linearly (1.7e-07 per step, over the 1e-6 tolerance from step 7, about 3e-06 at step 19) and the
+float64 reruns part as far (3.2e-06 at step 19, 29 bits over float64 rounding). The two
+position tables (up to 2.4e-07 apart in float32) are not what parts them: PyTorch given
+burn's table measures the same float64 gap (3.17e-06 at step 19); they account for the step-0
+float64 gap (1.0e-09, before any Adam step; 7e-11 with burn's table). The final parameters
+(recorded in PyTorch's names and layout on both sides) agree within 1e-5 (TOLERANCES).
 
 The key projection's bias is not compared: its true gradient is exactly 0 (adding
 ``q . b_k`` to every score of a query does not change its softmax), so on both sides Adam
@@ -30,11 +36,12 @@ import safetensors.numpy
 import torch
 import torch.nn.functional as F
 
-from harness.case import agree
+from harness.case import agree, differ
 from harness.engine import (
     AdamConfig,
     CrossEntropyLossConfig,
     Device,
+    EmbeddingConfig,
     GradientsParams,
     LinearConfig,
     Module,
@@ -49,18 +56,19 @@ from harness.tolerances import Tolerance
 
 B, S, V, D, NH, FF, LAYERS = 8, 12, 10, 32, 4, 64, 2
 STEPS, LR = 20, 3e-3
+EPSILON = 1e-8  # PyTorch's Adam default (burn's 1e-5)
 
 
 def _task():
     tokens = np.random.default_rng(31).integers(0, V, (B, S))
     targets = np.concatenate([tokens[:, :1], tokens[:, :-1]], axis=1)
-    return np.eye(V, dtype=np.float32)[tokens], targets.reshape(-1).astype(np.int64)
+    return tokens.astype(np.int64), targets.reshape(-1).astype(np.int64)
 
 
 class TorchModel(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.embed = torch.nn.Linear(V, D, bias=False)
+        self.embed = torch.nn.Embedding(V, D)
         layer = torch.nn.TransformerEncoderLayer(
             D, NH, FF, dropout=0.0, activation="gelu", batch_first=True
         )
@@ -83,7 +91,7 @@ def _tutorial_sinusoids(length: int, d_model: int) -> torch.Tensor:
 
 class Model(Module):
     def __init__(self, device) -> None:
-        self.embed = LinearConfig(V, D, bias=False).init(device)
+        self.embed = EmbeddingConfig(V, D).init(device)
         self.pos = PositionalEncodingConfig(D, max_sequence_size=S).init(device)
         config = TransformerEncoderConfig(D, FF, NH, LAYERS, dropout=0.0)
         self.encoder = config.init(device)  # burn's default activation: ActivationConfig.Gelu
@@ -93,24 +101,31 @@ class Model(Module):
         return self.head(self.encoder(TransformerEncoderInput.new(self.pos(self.embed(x)))))
 
 
-def _torch_model() -> TorchModel:
+def _torch_model(dtype=torch.float32) -> TorchModel:
+    """The initial model (float32 init, then cast exactly; the position table too)."""
     torch.manual_seed(32)
-    return TorchModel()
+    return TorchModel().to(dtype)
 
 
-def torch_side():
-    model = _torch_model()
+def torch_side(dtype=torch.float32):
+    model = _torch_model(dtype)
     x, y = (torch.from_numpy(a) for a in _task())
-    optim = torch.optim.Adam(model.parameters(), lr=LR)
-    values = {}
-    for k in range(STEPS):
+    betas = (f32(0.9), f32(0.999))  # burn's f32 fields (AdamConfig defaults), see EPSILON
+    optim = torch.optim.Adam(model.parameters(), lr=LR, betas=betas, eps=f32(EPSILON))
+    losses = []
+    for _ in range(STEPS):
         optim.zero_grad()
         loss = F.cross_entropy(model(x).reshape(B * S, V), y)
         loss.backward()
         optim.step()
-        values[f"step{k}.loss"] = loss.reshape(1)
-    values["params"] = _without_key_bias(dict(model.state_dict()))
-    return values
+        losses.append(loss.detach())
+    params = _without_key_bias(dict(model.state_dict()))
+    return {"steps": {"loss": torch.stack(losses)}, "params": params}
+
+
+def f32(x: float) -> float:
+    """A hyperparameter as burn stores it (an f32 field), as the Python float PyTorch takes."""
+    return float(np.float32(x))
 
 
 def _without_key_bias(state: dict) -> dict:
@@ -128,7 +143,7 @@ def _pytorch_state(model: Model) -> dict:
     def t(linear):
         return linear.weight.val().numpy().T
 
-    state = {"embed.weight": t(model.embed)}
+    state = {"embed.weight": model.embed.weight.val().numpy()}  # the same layout
     for i, layer in enumerate(model.encoder.layers):
         p = f"encoder.layers.{i}."
         mha = layer.mha
@@ -151,29 +166,35 @@ def _pytorch_state(model: Model) -> dict:
     return _without_key_bias(state)
 
 
-def engine_side():
+def engine_side(dtype="float32"):
     device = Device.flex().autodiff()
-    state = {k: v.detach().numpy().copy() for k, v in _torch_model().state_dict().items()}
+    model = _torch_model(getattr(torch, dtype))  # the params take the file's dtype
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
     store = SafetensorsStore.from_bytes(safetensors.numpy.save(state))
     model, result = store.with_from_adapter(PyTorchToBurnAdapter()).apply_to(Model(device))
     assert not (result.missing or result.errors), result
     x_np, y_np = _task()
     x, y = Tensor.from_numpy(x_np, device), Tensor.from_numpy(y_np, device)
-    optim = AdamConfig(epsilon=1e-8).init()
+    optim = AdamConfig(epsilon=EPSILON).init()
     loss_fn = CrossEntropyLossConfig().init(device)
-    values = {}
-    for k in range(STEPS):
+    losses = []
+    for _ in range(STEPS):
         loss = loss_fn.forward(model(x).reshape([B * S, V]), y)
         grads = GradientsParams.from_grads(loss.backward(), model)
         model = optim.step(LR, model, grads)
-        values[f"step{k}.loss"] = loss
-    values["params"] = _pytorch_state(model)
-    return values
+        losses.append(loss.numpy().reshape(()))  # burn's [1] loss, as PyTorch's 0-d one
+    return {"steps": {"loss": np.stack(losses)}, "params": _pytorch_state(model)}
 
 
 TOLERANCES = {
-    "params.*": Tolerance(5e-5, reason="float32 rounding grown over 20 Adam steps"),
-    "step*.loss": Tolerance(1e-5, reason="float32 rounding grown over the steps"),
+    "params.*": Tolerance(
+        1e-5,
+        reason="measured at most 4.0e-06 (layer 1 in_proj_weight) after 20 steps: the linear "
+        "drift of burn's f32 Adam bias corrections (the steps.* differ), not rounding",
+    ),
 }
 
-CHECKS = [agree("step*.loss"), agree("params.*")]
+CHECKS = [
+    differ("steps.*", because="harness.engine.optim.Adam", systematic="linear"),
+    agree("params.*"),
+]
