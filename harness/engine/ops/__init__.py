@@ -35,4 +35,4 @@ def checks() -> tuple[Check, ...]:
 
 def composite_checks() -> tuple[Check, ...]:
     """The checks of functions burn composes from primitives (no rule of their own)."""
-    return activation.COMPOSITE_CHECKS
+    return activation.COMPOSITE_CHECKS + shape.COMPOSITE_CHECKS

@@ -18,6 +18,7 @@ from .facts import (
     Check,
     FuzzBinary,
     FuzzStructural,
+    Input,
     each_gap,
     menu,
     size,
@@ -255,4 +256,17 @@ CAT = differentiable(
             fuzz=FuzzBinary(_cat_interval),
         ),
     ),
+)
+
+
+# `harness.engine.module_ops.pad` is burn's `Tensor::pad` (constant mode): a composite of `cat`
+# and constant tensors, so no rule of its own; its check holds it to PyTorch's `F.pad`.
+COMPOSITE_CHECKS: tuple[Check, ...] = (
+    Check(
+        "pad",
+        "module_ops.pad({a}, (1, 2, 0, 1), 0.5)",
+        "torch.nn.functional.pad({a}, (1, 2, 0, 1), value=0.5)",
+        (Input("a"),),
+        menu(("3x2", [(3, 2)]), ("2x3x4", [(2, 3, 4)]), ("1x0x2", [(1, 0, 2)])),
+    ).of("pad"),
 )
