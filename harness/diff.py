@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.diff_scalar import scalar_float_stats
 from harness.diff_stats import (
     dtype_name,
     empty_stats,
@@ -175,7 +176,10 @@ def diff_arrays(a: np.ndarray, b: np.ndarray, tol: Tolerance, key: str = "") -> 
     if a.size == 0:
         return TensorDiff(**header, **empty_stats(a.dtype))
     if dtype in FLOAT_LAYOUT:
-        fields = float_stats(a, b, tol, CHUNK)
+        if a.size == 1:  # e.g. loose JSON scalars: Python arithmetic, same fields
+            fields = scalar_float_stats(a, b, dtype, tol)
+        else:
+            fields = float_stats(a, b, tol, CHUNK)
     elif a.dtype.kind in "iub":
         fields = int_stats(a, b, tol, CHUNK)
     else:

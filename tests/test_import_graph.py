@@ -88,7 +88,13 @@ ONLY_FROM = {
     "harness.cli": ("harness.escape",),
     "harness.record": ("harness.sidecar", "harness.escape"),
     "harness.diff_stats": ("harness.tolerances", "harness.ulp"),
-    "harness.diff": ("harness.tolerances", "harness.ulp", "harness.diff_stats"),
+    "harness.diff_scalar": ("harness.tolerances", "harness.ulp", "harness.diff_stats"),
+    "harness.diff": (
+        "harness.tolerances",
+        "harness.ulp",
+        "harness.diff_stats",
+        "harness.diff_scalar",
+    ),
     "harness.mismatches": ("harness.diff", "harness.tolerances", "harness.ulp"),
     "harness.project": ("harness.tolerances",),
     # Trajectory statistics and fits: numbers over diff's rules, no results, no rendering.

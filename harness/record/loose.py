@@ -42,6 +42,10 @@ class LooseReading:
             return value
         if type(value) is int:
             return np.array(self.int64(key, value, "integer"), dtype=np.int64)
+        if type(value) is float and abs(value) < MAYBE_INT:  # finite, not a rounded integer
+            scalar = _finite_scalar(value, self.default_dtype)
+            if scalar is not None:
+                return scalar
         return self.array(key, [value], self.default_dtype, strict=False).reshape(())
 
     def loose_list(self, key: str, items: list) -> Any:
@@ -81,6 +85,20 @@ class LooseReading:
             if kinds != {list}:
                 raise self.fail(key, f"ragged nested list: lists and scalars at depth {len(shape)}")
             level = children
+
+
+# orjson reads an integer literal outside [-2**63, 2**64) as a float. Any float this large may
+# have been one, so a document holding one is parsed again by the stdlib (exact integers).
+MAYBE_INT = 2.0**63
+_FLOAT16_MAX = 65504.0
+
+
+def _finite_scalar(value: float, dtype: str) -> np.ndarray | None:
+    """A finite JSON float as a 0-d array of ``dtype``; None if it overflows (the full path
+    words the error). What ``array`` makes of ``[value]``, without its list machinery."""
+    if dtype == "float16" and abs(value) >= _FLOAT16_MAX:  # float32 and 64 hold any |x| < 2**63
+        return None
+    return np.array(value, dtype=dtype)
 
 
 def _is_record(obj: dict) -> bool:

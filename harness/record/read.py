@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from harness import sidecar
-from harness.record.loose import LooseReading
+from harness.record.loose import MAYBE_INT, LooseReading
 from harness.record.source import read_bytes
 from harness.record.values import (
     DTYPES,
@@ -42,9 +42,7 @@ except ImportError:  # pragma: no cover - the fallback test monkeypatches it awa
 _HEADER = ("format", "case", "side", "env", "values")
 _NUMBERS = frozenset({float, int})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-# orjson reads an integer literal outside [-2**63, 2**64) as a float. Any float this large may
-# have been one, so a document holding one is parsed again by the stdlib (exact integers).
-_MAYBE_INT = 2.0**63
+_MAYBE_INT = MAYBE_INT  # see harness.record.loose
 
 
 def _preview(value: Any) -> str:
