@@ -166,7 +166,9 @@ def backward(root: Node | None, shape: tuple[int, ...], dtype: np.dtype) -> Grad
         for node in steps:  # a failed pass must not keep gradients alive on the graph
             node.grad = None
         raise
-    return Gradients(leaves)
+    result = _new(Gradients)  # the container without a type call (one per training step)
+    result._grads = leaves
+    return result
 
 
 def _untracked_backward(root: Node | None, shape, dtype) -> Gradients:
@@ -193,11 +195,12 @@ def _run_steps(steps: list[Node], leaves: dict[int, np.ndarray]) -> None:
     """Run `steps` in order: pending steps sum their gradient in `node.grad`, marked leaves in
     `leaves` (keyed by id: two nodes of one leaf, re-marked, share their entry)."""
     get = leaves.get
+    pending = _PENDING
     for node in steps:
         # The step is consumed, and the node's own gradient dropped (no retain_grad).
         rule, node.rule = node.rule, None
         g, node.grad = node.grad, None
-        if g is not _PENDING:  # no gradient reached it: nothing to pass on
+        if g is not pending:  # else no gradient reached it: nothing to pass on
             parents = node.parents
             grads = rule(node.saved, g, parents)
             # One gradient per parent, as the rule's registration promised. A length test, not
@@ -212,7 +215,7 @@ def _run_steps(steps: list[Node], leaves: dict[int, np.ndarray]) -> None:
                     continue
                 if parent.rule is not None:
                     prev = parent.grad
-                    parent.grad = gp if prev is _PENDING else prev + gp
+                    parent.grad = gp if prev is pending else prev + gp
                 elif parent.requirement is GRAD:
                     pid = parent.id
                     prev = get(pid)

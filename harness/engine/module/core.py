@@ -290,7 +290,12 @@ def _collect(values, out: list[Param]) -> None:
         if value.__class__ is Param:
             out.append(value)
         elif isinstance(value, Module):
-            _collect(value.__dict__.values(), out)
+            # The fields of a layer inline (a call per sub-module is most of this walk's cost).
+            for field in value.__dict__.values():
+                if field.__class__ is Param:
+                    out.append(field)
+                else:
+                    _collect((field,), out)
         elif isinstance(value, (list, tuple)):
             _collect(value, out)
         elif isinstance(value, Param):  # a Param subclass (rare): after the fast checks
