@@ -14,14 +14,13 @@ Run: ``make bench ARGS=benchmarks/bench_cnn.py``. Peak memory: VmHWM after a res
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import mlp
 import numpy as np
+import peak_memory
 import targets
 import torch
 import torch.nn.functional as F
@@ -157,47 +156,26 @@ def test_conv2d_forward_backward(interleaved):
 # ---- peak memory of the step, one fresh process per framework -----------------------------
 
 
-def _status(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
-
-
 def measure_memory(framework: str) -> dict:
     """In a fresh process: imports and setup, reset the peak, a few steps; the peak above the
     resident set before the first step."""
     mlp.pin_threads()
     step, params = _sides()[framework]
-    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
-    baseline = _status("VmRSS")
+    baseline = peak_memory.reset_peak()
     for _ in range(MEMORY_STEPS):
         step()
     return {
         "baseline_kib": baseline,
-        "step_peak_kib": _status("VmHWM") - baseline,
+        "step_peak_kib": peak_memory.proc_status("VmHWM") - baseline,
         "fc.bias": params()["fc.bias"].tolist(),
     }
-
-
-def _fresh_process_memory(framework: str) -> dict:
-    here = Path(__file__).resolve().parent
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--memory", framework],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join((str(here.parent), str(here)))},
-        cwd=here.parent,
-        timeout=600,
-        check=True,
-    )
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_cnn_step_peak_memory(benchmark):
     benchmark.group = "cnn step peak memory / torch"
     records = benchmark.pedantic(
-        lambda: {fw: _fresh_process_memory(fw) for fw in ("engine", "torch")}, rounds=1
+        lambda: {fw: peak_memory.fresh_process(__file__, fw) for fw in ("engine", "torch")},
+        rounds=1,
     )
     np.testing.assert_allclose(
         records["engine"]["fc.bias"], records["torch"]["fc.bias"], rtol=1e-4, atol=1e-5

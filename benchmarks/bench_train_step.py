@@ -12,13 +12,11 @@ setup, minus the resident set before the first step), and its parameters are che
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import mlp
 import numpy as np
+import peak_memory
 import pytest
 import targets
 
@@ -46,47 +44,24 @@ def test_sgd_step(interleaved, size):
 # ---- peak memory of the large size, one fresh process per framework -----------------------
 
 
-def _status(field: str) -> int:
-    """A /proc/self/status field in KiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
-
-
 def measure_memory(framework: str) -> dict:
     """In a fresh process: setup, reset the peak, a few steps; the step peak is the high-water
     mark minus the resident set before the first step (params, data and library code are in
     that baseline, so torch's larger import does not count)."""
     mlp.pin_threads()
     trainer = mlp.SETUPS[framework]("large")
-    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
-    baseline = _status("VmRSS")
+    baseline = peak_memory.reset_peak()
     for _ in range(MEMORY_STEPS):
         trainer.step()
-    peak = _status("VmHWM")
+    peak = peak_memory.proc_status("VmHWM")
     biases = {k: v.tolist() for k, v in trainer.params().items() if k.endswith("bias")}
     return {"baseline_kib": baseline, "step_peak_kib": peak - baseline, "biases": biases}
-
-
-def fresh_process_memory(framework: str) -> dict:
-    here = Path(__file__).resolve().parent
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--memory", framework],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join((str(here.parent), str(here)))},
-        cwd=here.parent,
-        timeout=600,
-        check=True,
-    )
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_peak_memory_large(benchmark):
     benchmark.group = "step peak memory large / torch"
     records = benchmark.pedantic(
-        lambda: {fw: fresh_process_memory(fw) for fw in FRAMEWORKS}, rounds=1
+        lambda: {fw: peak_memory.fresh_process(__file__, fw) for fw in FRAMEWORKS}, rounds=1
     )
     biases = {
         fw: {k: np.array(v, np.float32) for k, v in r["biases"].items()}

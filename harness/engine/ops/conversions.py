@@ -65,54 +65,26 @@ def _grid(name: str, engine: str, torch: str) -> Check:
     return unary(name, engine, torch, domain="grid")
 
 
-EQUAL = untracked(
-    "equal",
-    equal,
-    because=_BOOLEAN,
-    checks=(_grid("equal", "{a}.equal({b})", "torch.eq({a}, {b})"),),
+def _comparison(forward, engine: str, torch: str):
+    """A comparison op: untracked (its output is boolean), checked on the integer grid."""
+    return untracked(
+        forward.__name__,
+        forward,
+        because=_BOOLEAN,
+        checks=(_grid(forward.__name__, engine, torch),),
+    )
+
+
+EQUAL = _comparison(equal, "{a}.equal({b})", "torch.eq({a}, {b})")
+GREATER = _comparison(greater, "{a}.greater({b})", "torch.gt({a}, {b})")
+LOWER = _comparison(lower, "{a}.lower({b})", "torch.lt({a}, {b})")
+EQUAL_ELEM = _comparison(equal_elem, "{a}.equal_elem(1.0)", "torch.eq({a}, 1.0)")
+GREATER_ELEM = _comparison(greater_elem, "{a}.greater_elem(0.0)", "torch.gt({a}, 0.0)")
+GREATER_EQUAL_ELEM = _comparison(
+    greater_equal_elem, "{a}.greater_equal_elem(0.0)", "torch.ge({a}, 0.0)"
 )
-GREATER = untracked(
-    "greater",
-    greater,
-    because=_BOOLEAN,
-    checks=(_grid("greater", "{a}.greater({b})", "torch.gt({a}, {b})"),),
-)
-LOWER = untracked(
-    "lower",
-    lower,
-    because=_BOOLEAN,
-    checks=(_grid("lower", "{a}.lower({b})", "torch.lt({a}, {b})"),),
-)
-EQUAL_ELEM = untracked(
-    "equal_elem",
-    equal_elem,
-    because=_BOOLEAN,
-    checks=(_grid("equal_elem", "{a}.equal_elem(1.0)", "torch.eq({a}, 1.0)"),),
-)
-GREATER_ELEM = untracked(
-    "greater_elem",
-    greater_elem,
-    because=_BOOLEAN,
-    checks=(_grid("greater_elem", "{a}.greater_elem(0.0)", "torch.gt({a}, 0.0)"),),
-)
-GREATER_EQUAL_ELEM = untracked(
-    "greater_equal_elem",
-    greater_equal_elem,
-    because=_BOOLEAN,
-    checks=(_grid("greater_equal_elem", "{a}.greater_equal_elem(0.0)", "torch.ge({a}, 0.0)"),),
-)
-LOWER_ELEM = untracked(
-    "lower_elem",
-    lower_elem,
-    because=_BOOLEAN,
-    checks=(_grid("lower_elem", "{a}.lower_elem(0.0)", "torch.lt({a}, 0.0)"),),
-)
-LOWER_EQUAL_ELEM = untracked(
-    "lower_equal_elem",
-    lower_equal_elem,
-    because=_BOOLEAN,
-    checks=(_grid("lower_equal_elem", "{a}.lower_equal_elem(0.0)", "torch.le({a}, 0.0)"),),
-)
+LOWER_ELEM = _comparison(lower_elem, "{a}.lower_elem(0.0)", "torch.lt({a}, 0.0)")
+LOWER_EQUAL_ELEM = _comparison(lower_equal_elem, "{a}.lower_equal_elem(0.0)", "torch.le({a}, 0.0)")
 
 
 def bool_not(x: Array, /) -> Array:

@@ -154,15 +154,20 @@ class SavedWindow:
     options: dict
 
 
-def avg_pool2d(x: Array, /, kernel_size, stride, padding, count_include_pad, ceil_mode):
-    """burn's `avg_pool2d`."""
-    opts = {
+def _avg_options(kernel_size, stride, padding, count_include_pad, ceil_mode) -> dict:
+    """The keyword arguments the avg-pool kernels take, saved once for the backward."""
+    return {
         "kernel_size": kernel_size,
         "stride": stride,
         "padding": padding,
         "count_include_pad": count_include_pad,
         "ceil_mode": ceil_mode,
     }
+
+
+def avg_pool2d(x: Array, /, kernel_size, stride, padding, count_include_pad, ceil_mode):
+    """burn's `avg_pool2d`."""
+    opts = _avg_options(kernel_size, stride, padding, count_include_pad, ceil_mode)
     return kernels.avg_pool2d(x, **opts), SavedWindow(x.shape, opts)
 
 
@@ -218,13 +223,7 @@ AVG_POOL2D = differentiable(
 
 def avg_pool1d(x: Array, /, kernel_size, stride, padding, count_include_pad, ceil_mode):
     """burn's `avg_pool1d` (run as a 2-D pool)."""
-    opts = {
-        "kernel_size": kernel_size,
-        "stride": stride,
-        "padding": padding,
-        "count_include_pad": count_include_pad,
-        "ceil_mode": ceil_mode,
-    }
+    opts = _avg_options(kernel_size, stride, padding, count_include_pad, ceil_mode)
     return kernels.avg_pool1d(x, **opts), SavedWindow(x.shape, opts)
 
 
