@@ -20,7 +20,9 @@ linearly (1.7e-07 per step, over the 1e-6 tolerance from step 7, about 3e-06 at 
 float64 reruns part as far (3.2e-06 at step 19, 29 bits over float64 rounding). The two
 position tables (up to 2.4e-07 apart in float32) are not what parts them: PyTorch given
 burn's table measures the same float64 gap (3.17e-06 at step 19); they account for the step-0
-float64 gap (1.0e-09, before any Adam step; 7e-11 with burn's table). The final parameters
+float64 gap (1.0e-09, before any Adam step) together with burn's float32 ``sqrt(d_k)``: given
+burn's table and that scale, PyTorch's float64 step-0 loss equals the engine's bit for bit
+(``tests/test_transformer_step0.py``; the table alone leaves 7.4e-11). The final parameters
 (recorded in PyTorch's names and layout on both sides) agree within 1e-5 (TOLERANCES).
 
 The key projection's bias is not compared: its true gradient is exactly 0 (adding
