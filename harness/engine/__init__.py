@@ -43,11 +43,14 @@ from .module import (
     LayerNormConfig,
     Linear,
     LinearConfig,
+    Lora,
     Module,
     MovedValueError,
     Param,
     ParamId,
     Relu,
+    apply_lora,
+    merge_lora,
     seed,
 )
 
@@ -59,11 +62,14 @@ __all__ += [
     "LayerNormConfig",
     "Linear",
     "LinearConfig",
+    "Lora",
     "Module",
     "MovedValueError",
     "Param",
     "ParamId",
     "Relu",
+    "apply_lora",
+    "merge_lora",
     "seed",
 ]
 

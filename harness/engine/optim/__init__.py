@@ -90,7 +90,7 @@ __all__ = [
 ]
 
 # --- state.py, records.py, burnpack.py: optimizer and scheduler records in burnpack files ---
-from harness.engine.optim.records import (  # noqa: E402
+from harness.engine.optim.records import (
     RecordError,
     load_optimizer,
     load_optimizer_bytes,
