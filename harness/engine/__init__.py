@@ -187,6 +187,27 @@ __all__ += [
     "WeightDecayConfig",
 ]
 
+# --- optim/records.py: optimizer and scheduler records (burnpack files) ---
+from .optim import (  # noqa: E402
+    RecordError,
+    load_optimizer,
+    load_optimizer_bytes,
+    load_scheduler,
+    optimizer_bytes,
+    save_optimizer,
+    save_scheduler,
+)
+
+__all__ += [
+    "RecordError",
+    "load_optimizer",
+    "load_optimizer_bytes",
+    "load_scheduler",
+    "optimizer_bytes",
+    "save_optimizer",
+    "save_scheduler",
+]
+
 # --- lr_scheduler.py ---
 from .lr_scheduler import (  # noqa: E402
     ComposedLrSchedulerConfig,

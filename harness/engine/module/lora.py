@@ -44,6 +44,10 @@ class Lora:
     alpha: float
     init_std: float | None = None
 
+    def apply(self, module: Module) -> Module:
+        """`apply_lora(module, self)` (what `module.apply_lora(lora)` calls)."""
+        return apply_lora(module, self)
+
     def adapter_for(self, base: Tensor) -> LoraAdapter:
         """A fresh adapter for a 2-D base (burn's `reparameterize`)."""
         d_in, d_out = base.shape

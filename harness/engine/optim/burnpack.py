@@ -14,11 +14,11 @@ written in the order the tensors are given, as burn's `Writer` does.
 Subset implemented: dtypes F64, F32, F16, I64, I32, I16, I8, U64, U32, U16, U8 (not BF16,
 Flex32, `Bool(store)` nor `QFloat(scheme)`, which the engine's optimizer states never hold);
 CBOR definite lengths on write (what ciborium writes), definite and indefinite on read; floats
-written in their shortest lossless width (ciborium's rule; any width read); reading is whole
-(no lazy or memory-mapped tensors, no deferred writes). The reader checks what burn's does
-(magic, version, metadata size, recursion depth 128, tensor count, truncation, offsets) and
-more: each tensor's byte length must match its shape and dtype. Errors are `BurnpackError`,
-one line naming the source and the problem.
+written in the shortest width that keeps their bits (ciborium-ll's rule; any width read);
+reading is whole (no lazy or memory-mapped tensors, no deferred writes). The reader checks
+what burn's does (magic, version, metadata size, recursion depth 128, tensor count,
+truncation, offsets) and more: each tensor's byte length must match its shape and dtype.
+Errors are `BurnpackError`, one line naming the source and the problem.
 
 Saving goes through the harness's one atomic writer (`harness.sidecar.atomic_write`: temp file
 in the same folder, fsync, `os.replace`), burn's `write_to_file_atomic` behaviour; burn's
@@ -334,16 +334,17 @@ def _encode(value) -> bytes:
 
 
 def _encode_float(value: float) -> bytes:
-    """The shortest of half, single, double that holds `value` exactly (NaN as half)."""
+    """The first of half, single, double that gives `value`'s f64 bits back (ciborium-ll's
+    `Header::Float` rule, so -0.0 stays half and a NaN keeps its payload or grows)."""
+    bits = struct.pack(">d", value)
     for prefix, fmt in ((b"\xf9", ">e"), (b"\xfa", ">f")):
         try:
             packed = struct.pack(fmt, value)
         except OverflowError:
             continue
-        back = struct.unpack(fmt, packed)[0]
-        if back == value or (math.isnan(value) and math.isnan(back)):
+        if struct.pack(">d", struct.unpack(fmt, packed)[0]) == bits:
             return prefix + packed
-    return b"\xfb" + struct.pack(">d", value)
+    return b"\xfb" + bits
 
 
 def _decode(buf: memoryview, pos: int, depth: int):
