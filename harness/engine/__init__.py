@@ -43,11 +43,14 @@ from .module import (
     LayerNormConfig,
     Linear,
     LinearConfig,
+    Lora,
     Module,
     MovedValueError,
     Param,
     ParamId,
     Relu,
+    apply_lora,
+    merge_lora,
     seed,
 )
 
@@ -59,11 +62,14 @@ __all__ += [
     "LayerNormConfig",
     "Linear",
     "LinearConfig",
+    "Lora",
     "Module",
     "MovedValueError",
     "Param",
     "ParamId",
     "Relu",
+    "apply_lora",
+    "merge_lora",
     "seed",
 ]
 
@@ -179,6 +185,27 @@ __all__ += [
     "RmsPropConfig",
     "SgdConfig",
     "WeightDecayConfig",
+]
+
+# --- optim/records.py: optimizer and scheduler records (burnpack files) ---
+from .optim import (  # noqa: E402
+    RecordError,
+    load_optimizer,
+    load_optimizer_bytes,
+    load_scheduler,
+    optimizer_bytes,
+    save_optimizer,
+    save_scheduler,
+)
+
+__all__ += [
+    "RecordError",
+    "load_optimizer",
+    "load_optimizer_bytes",
+    "load_scheduler",
+    "optimizer_bytes",
+    "save_optimizer",
+    "save_scheduler",
 ]
 
 # --- lr_scheduler.py ---

@@ -1,5 +1,6 @@
 """Modules, parameters and layers: the core (`core`: ParamId, Param, Module, Config, moved
-values, seeding) and the layers built on it (`layers`: Linear, Relu, Dropout, LayerNorm)."""
+values, seeding), the layers built on it (`layers`: Linear, Relu, Dropout, LayerNorm) and
+LoRA (`lora`: Lora, apply_lora, merge_lora)."""
 
 from harness.engine.module.core import (
     Config,
@@ -23,6 +24,7 @@ from harness.engine.module.layers import (
     LinearConfig,
     Relu,
 )
+from harness.engine.module.lora import Lora, LoraAdapter, LoraWeight, apply_lora, merge_lora
 
 __all__ = [
     "Config",
@@ -32,13 +34,18 @@ __all__ = [
     "LayerNormConfig",
     "Linear",
     "LinearConfig",
+    "Lora",
+    "LoraAdapter",
+    "LoraWeight",
     "Module",
     "MovedValueError",
     "Param",
     "ParamId",
     "Relu",
+    "apply_lora",
     "consume",
     "consume_map",
+    "merge_lora",
     "params_of",
     "rust_float",
     "seed",

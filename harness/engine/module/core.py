@@ -369,6 +369,10 @@ class Module:
         """Number of float parameter elements, frozen params included."""
         return sum(int(np.prod(p.val().shape, dtype=np.int64)) for p in params_of(self))
 
+    def apply_lora(self, lora) -> Module:
+        """burn's `Module::apply_lora`: `lora.apply(self)` (see `harness.engine.module.lora`)."""
+        return lora.apply(self)
+
     def valid(self) -> Module:
         """The module on the inner (plain) device: no tracking, dropout off (burn's
         `AutodiffModule::valid`)."""

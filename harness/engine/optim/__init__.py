@@ -88,3 +88,24 @@ __all__ = [
     "TensorOptimizer",
     "WeightDecayConfig",
 ]
+
+# --- state.py, records.py, burnpack.py: optimizer and scheduler records in burnpack files ---
+from harness.engine.optim.records import (
+    RecordError,
+    load_optimizer,
+    load_optimizer_bytes,
+    load_scheduler,
+    optimizer_bytes,
+    save_optimizer,
+    save_scheduler,
+)
+
+__all__ += [
+    "RecordError",
+    "load_optimizer",
+    "load_optimizer_bytes",
+    "load_scheduler",
+    "optimizer_bytes",
+    "save_optimizer",
+    "save_scheduler",
+]

@@ -1,0 +1,371 @@
+"""Optimizer and scheduler records in burn's layout, to and from burnpack files (burn's
+`crates/burn-optim/src/optim/module/{module_optimizer,record/mod}.rs`, `lr_scheduler/base.rs`
+and each optimizer's and scheduler's `#[derive(RecordState)]` struct, read at burn commit
+2c06be351006851d42fdb6df16b976f4a82d9747).
+
+    save_optimizer(optim, "optim.bpk", module=model)   # module: optional, for ranks and paths
+    optim = load_optimizer(SgdConfig(...).init(), "optim.bpk", module=model)
+    save_scheduler(scheduler, "lr.bpk"); load_scheduler(fresh_scheduler, "lr.bpk")
+
+Each param's state is flattened (see `state`) under the prefix `str(param_id.val())` into
+burn's struct layout (`LAYOUTS`), e.g. Adam's `{id}.momentum.time` (UInt), `{id}.momentum.
+moment_1`, `{id}.momentum.moment_2` (tensors carrying the param id); `{id}.__rank` holds the
+param's rank; the string metadata maps `str(id)` to the param's module path. A scheduler's
+record is scalars only (`current_iter`, ...; composed and sequential children under `0.`,
+`1.`, ...). Round trips are exact: the arrays' bytes and dtypes, the counters' values.
+
+Engine extensions and differences from burn, each deliberate:
+- the metadata also holds `optimizer` (the kind, e.g. `Adam`; burn's loader ignores keys that
+  are not param ids), and loading checks it against the optimizer loaded into;
+- loading is strict: burn's `load_record` silently skips a param whose state cannot be rebuilt
+  (it restarts on the next step) and a scheduler keeps its counter when its key is absent;
+  here each such case raises `RecordError`, `<file>: <key>: <problem>`, as do a tensor of
+  another rank than `__rank`, tensors of one state with different shapes or dtypes, and (given
+  `module`) a state whose param is absent or of another shape or dtype;
+- RmsProp's `centered.avg` is written as burn computes it (`square_avg`, centered `square_avg
+  - grad_avg^2`; the engine recomputes it at each step instead of storing it) and read and
+  dropped, as burn's next step does;
+- a state with no tensor (plain SGD) has no rank unless `module` is given; without it the
+  state is left out of the file, which burn's loader treats the same way as a present empty
+  state for plain SGD (nothing to rebuild; the step needs none);
+- LBFGS's state (module-level, not per param) has no record here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.engine import lr_scheduler as lrs
+from harness.engine.module import Module, ParamId
+from harness.engine.optim.adagrad import AdaGrad, AdaGradState
+from harness.engine.optim.adam import Adam, AdamW, AdaptiveMomentumState
+from harness.engine.optim.adan import Adan, AdaptiveNesterovMomentumState
+from harness.engine.optim.base import ModuleOptimizer
+from harness.engine.optim.burnpack import (
+    BurnpackError,
+    Pack,
+    PackTensor,
+    Scalar,
+    pack_bytes,
+    read_pack,
+    resolve_load_path,
+    save_pack,
+    unpack_bytes,
+)
+from harness.engine.optim.muon import Muon
+from harness.engine.optim.rmsprop import RmsProp, RmsPropState
+from harness.engine.optim.sgd import Sgd, SgdState
+from harness.engine.optim.state import (
+    Layout,
+    StateKeyError,
+    StateSink,
+    StateSource,
+    from_scalar,
+    join_path,
+    nested,
+    opt_nested,
+    opt_tensor,
+    scalar,
+    state_flatten,
+    strict_unflatten,
+    tensor,
+    to_scalar,
+)
+
+__all__ = [
+    "LAYOUTS",
+    "RecordError",
+    "load_optimizer",
+    "load_optimizer_bytes",
+    "load_scheduler",
+    "optimizer_bytes",
+    "optimizer_pack",
+    "save_optimizer",
+    "save_scheduler",
+    "scheduler_pack",
+]
+
+RANK_KEY = "__rank"
+KIND_KEY = "optimizer"
+
+
+class RecordError(ValueError):
+    """A record that cannot be written or loaded: one line, `<file>: <key>: <problem>`."""
+
+
+# ---- burn's state structs -----------------------------------------------------------------
+
+_MOMENTUM = Layout("MomentumState", (tensor("velocity"),))
+_ADAPTIVE = Layout(
+    "AdaptiveMomentumState",
+    (scalar("time", "usize"), tensor("moment_1"), tensor("moment_2"), opt_tensor("max_moment_2")),
+)
+_NESTEROV = Layout(
+    "AdaptiveNesterovMomentumState",
+    (
+        scalar("time", "usize"),
+        tensor("exp_avg"),
+        tensor("exp_avg_sq"),
+        tensor("exp_avg_diff"),
+        tensor("neg_pre_grad"),
+    ),
+)
+LAYOUTS: dict[str, Layout] = {
+    "Sgd": Layout("SgdState", (opt_nested("momentum", _MOMENTUM),)),
+    "Muon": Layout("MuonState", (nested("momentum", _MOMENTUM),)),
+    "Adam": Layout("AdamState", (nested("momentum", _ADAPTIVE),)),
+    "AdamW": Layout("AdamWState", (nested("momentum", _ADAPTIVE),)),
+    "Adan": Layout("AdanState", (nested("momentum", _NESTEROV),)),
+    "AdaGrad": Layout(
+        "AdaGradState",
+        (nested("lr_decay", Layout("LrDecayState", (scalar("time", "usize"), tensor("sum")))),),
+    ),
+    "RmsProp": Layout(
+        "RmsPropState",
+        (
+            nested("square_avg", Layout("SquareAvgState", (tensor("square_avg"),))),
+            nested("centered", Layout("CenteredState", (opt_tensor("grad_avg"), tensor("avg")))),
+            opt_nested("momentum", Layout("RmsPropMomentumState", (tensor("buf"),))),
+        ),
+    ),
+}
+_KINDS = {Sgd: "Sgd", Muon: "Muon", Adam: "Adam", AdamW: "AdamW", Adan: "Adan"}
+_KINDS.update({AdaGrad: "AdaGrad", RmsProp: "RmsProp"})
+
+
+def _to_value(kind: str, state) -> dict:
+    """The engine state as a value of burn's struct (arrays copied)."""
+    c = np.copy
+    if kind in ("Sgd", "Muon"):
+        return {"momentum": None if state.velocity is None else {"velocity": c(state.velocity)}}
+    if kind in ("Adam", "AdamW"):
+        max_2 = None if state.max_moment_2 is None else c(state.max_moment_2)
+        moments = {"moment_1": c(state.moment_1), "moment_2": c(state.moment_2)}
+        return {"momentum": {"time": state.time, **moments, "max_moment_2": max_2}}
+    if kind == "Adan":
+        names = ("exp_avg", "exp_avg_sq", "exp_avg_diff", "neg_pre_grad")
+        return {"momentum": {"time": state.time, **{n: c(getattr(state, n)) for n in names}}}
+    if kind == "AdaGrad":
+        return {"lr_decay": {"time": state.time, "sum": c(state.sum)}}
+    grad_avg = state.grad_avg
+    avg = state.square_avg if grad_avg is None else state.square_avg - np.square(grad_avg)
+    return {
+        "square_avg": {"square_avg": c(state.square_avg)},
+        "centered": {"grad_avg": None if grad_avg is None else c(grad_avg), "avg": c(avg)},
+        "momentum": None if state.buf is None else {"buf": c(state.buf)},
+    }
+
+
+def _from_value(kind: str, value: dict):
+    """The engine state from a value of burn's struct."""
+    if kind in ("Sgd", "Muon"):
+        return SgdState(None if value["momentum"] is None else value["momentum"]["velocity"])
+    if kind in ("Adam", "AdamW"):
+        m = value["momentum"]
+        return AdaptiveMomentumState(m["time"], m["moment_1"], m["moment_2"], m["max_moment_2"])
+    if kind == "Adan":
+        m = value["momentum"]
+        arrays = (m["exp_avg"], m["exp_avg_sq"], m["exp_avg_diff"], m["neg_pre_grad"])
+        return AdaptiveNesterovMomentumState(m["time"], *arrays)
+    if kind == "AdaGrad":
+        return AdaGradState(value["lr_decay"]["time"], value["lr_decay"]["sum"])
+    momentum = value["momentum"]
+    return RmsPropState(
+        value["square_avg"]["square_avg"],
+        value["centered"]["grad_avg"],
+        None if momentum is None else momentum["buf"],
+    )
+
+
+def _kind(optim: ModuleOptimizer, source: str) -> str:
+    kind = _KINDS.get(type(optim.optim))
+    if kind is None:
+        name = type(optim.optim).__name__
+        raise RecordError(f"{source}: {KIND_KEY}: optimizer kind {name!r} has no record layout")
+    return kind
+
+
+# ---- optimizer records --------------------------------------------------------------------
+
+
+def optimizer_pack(optim: ModuleOptimizer, module: Module | None = None) -> Pack:
+    """burn's `ModuleOptimizer::to_record`, as a burnpack container (copies of the state)."""
+    kind = _kind(optim, "<record>")
+    params = {} if module is None else {p.id: (path, p) for path, p in module.params()}
+    tensors: list[PackTensor] = []
+    scalars: dict[str, Scalar] = {}
+    paths = {KIND_KEY: kind}
+    # Sorted by prefix: the file does not depend on the order the params were stepped in.
+    for prefix, pid, state in sorted((str(int(p)), p, s) for p, s in optim.records.items()):
+        sink = StateSink()
+        state_flatten(LAYOUTS[kind], _to_value(kind, state), prefix, sink)
+        path, param = params.get(pid, (None, None))
+        if sink.tensors:
+            rank = sink.tensors[0][1].ndim
+        elif param is not None:
+            rank = len(param.val().shape)
+        else:
+            continue  # no tensor, no rank known: see the module docstring
+        scalars[join_path(prefix, RANK_KEY)] = to_scalar(rank, "usize")
+        if path is not None:
+            paths[prefix] = path
+        tensors += [PackTensor(name, data, int(pid)) for name, data in sink.tensors]
+        scalars.update(sink.scalars)
+    return Pack(tensors, scalars, paths)
+
+
+def optimizer_bytes(optim: ModuleOptimizer, module: Module | None = None) -> bytes:
+    """burn's `ModuleOptimizer::into_bytes`."""
+    return pack_bytes(optimizer_pack(optim, module))
+
+
+def save_optimizer(optim: ModuleOptimizer, path, module: Module | None = None) -> str:
+    """burn's `ModuleOptimizer::save`, atomically; returns the path written."""
+    return str(save_pack(path, optimizer_pack(optim, module)))
+
+
+def load_optimizer(optim: ModuleOptimizer, path, module: Module | None = None):
+    """burn's `ModuleOptimizer::load`: `optim` with the file's state (strict, see above)."""
+    path = resolve_load_path(path)
+    try:
+        pack = read_pack(path)
+    except BurnpackError as exc:
+        raise RecordError(str(exc)) from None
+    return _load_pack(optim, pack, str(path), module)
+
+
+def load_optimizer_bytes(optim: ModuleOptimizer, data: bytes, module: Module | None = None):
+    """burn's `ModuleOptimizer::from_bytes`."""
+    try:
+        pack = unpack_bytes(data)
+    except BurnpackError as exc:
+        raise RecordError(str(exc)) from None
+    return _load_pack(optim, pack, "<bytes>", module)
+
+
+def _load_pack(optim: ModuleOptimizer, pack: Pack, source: str, module: Module | None):
+    kind = _kind(optim, source)
+    stored = pack.metadata.get(KIND_KEY)
+    if stored is not None and stored != kind:
+        known = "" if stored in LAYOUTS else "unknown "
+        raise RecordError(
+            f"{source}: {KIND_KEY}: the file holds {known}optimizer kind {stored!r}, "
+            f"the optimizer is {kind!r}"
+        )
+    src = StateSource(pack.scalars)
+    ranks: dict[int, int] = {}
+    for key, s in pack.scalars.items():
+        head, _, leaf = key.rpartition(".")
+        if leaf == RANK_KEY:
+            rank = from_scalar(s, "usize") if head.isdigit() else None
+            if rank is None:
+                raise RecordError(f"{source}: {key}: not a param id's rank ({s.kind} {s.value})")
+            ranks[int(head)] = rank
+    for t in pack.tensors:
+        if t.param_id is None:
+            raise RecordError(f"{source}: {t.name}: tensor without a param id")
+        ranks.setdefault(t.param_id, t.array.ndim)
+        src.insert_tensor(t.name, t.array)
+    params = {} if module is None else {p.id: p for _, p in module.params()}
+    records = {}
+    for pid, rank in ranks.items():
+        prefix = str(pid)
+        try:
+            value = strict_unflatten(LAYOUTS[kind], prefix, src)
+        except StateKeyError as exc:
+            raise RecordError(f"{source}: {exc.key}: {exc.problem} ({kind} state)") from None
+        records[ParamId(pid)] = _from_value(kind, value)
+        _check_arrays(source, prefix, rank, value, params, pid)
+    leftover = sorted(src.tensors)
+    if leftover:
+        raise RecordError(f"{source}: {leftover[0]}: unexpected tensor for a {kind} state")
+    optim.records = records
+    return optim
+
+
+def _check_arrays(source, prefix, rank, value, params, pid) -> None:
+    """Every array of one state: the state's rank, one shape and dtype, the param's if known."""
+    arrays = list(_leaves(prefix, value))
+    if params and pid not in params:
+        raise RecordError(f"{source}: {prefix}: no param with this id in the module")
+    if params:
+        want = params[pid].val()
+        shape, dtype = tuple(want.shape), np.dtype(want.dtype)
+    elif arrays:
+        shape, dtype = arrays[0][1].shape, arrays[0][1].dtype
+    for key, array in arrays:
+        if array.ndim != rank:
+            raise RecordError(f"{source}: {key}: rank {array.ndim}, the state's rank is {rank}")
+        if array.shape != shape or array.dtype != dtype:
+            raise RecordError(
+                f"{source}: {key}: {array.dtype} {list(array.shape)}, expected "
+                f"{dtype} {list(shape)}"
+            )
+
+
+def _leaves(prefix: str, value):
+    for name, v in value.items():
+        key = join_path(prefix, name)
+        if isinstance(v, np.ndarray):
+            yield key, v
+        elif isinstance(v, dict):
+            yield from _leaves(key, v)
+
+
+# ---- scheduler records --------------------------------------------------------------------
+
+# Each scheduler state field's Rust type (burn's `*LrSchedulerState` structs).
+_SCHEDULER_SCALARS = {
+    lrs.LinearLrScheduler: {"remaining_iters": "usize"},
+    lrs.CosineAnnealingLrScheduler: {"current_iter": "usize"},
+    lrs.ExponentialLrScheduler: {"previous_lr": "f64"},
+    lrs.StepLrScheduler: {"iter_idx": "i32"},
+    lrs.NoamLrScheduler: {"step": "f64"},
+    lrs.SequentialLrScheduler: {"step": "usize"},
+    lrs.ComposedLrScheduler: {},
+    lrs.ConstantLr: {},
+}
+
+
+def _scheduler_types(scheduler, prefix: str, source: str) -> dict[str, str]:
+    """Every record key of `scheduler` with its Rust type, children under `"<index>."`."""
+    types = _SCHEDULER_SCALARS.get(type(scheduler))
+    if types is None:
+        name = type(scheduler).__name__
+        raise RecordError(f"{source}: {prefix or '<root>'}: scheduler {name!r} has no record")
+    out = {join_path(prefix, key): t for key, t in types.items()}
+    for index, child in enumerate(getattr(scheduler, "schedulers", ())):
+        out.update(_scheduler_types(child, join_path(prefix, str(index)), source))
+    return out
+
+
+def scheduler_pack(scheduler) -> Pack:
+    """burn's `LrSchedulerRecord` of `scheduler.to_record()`: typed scalars, no tensors."""
+    record = scheduler.to_record()
+    types = _scheduler_types(scheduler, "", "<record>")
+    return Pack([], {key: to_scalar(record[key], t) for key, t in types.items()}, {})
+
+
+def save_scheduler(scheduler, path) -> str:
+    """burn's `LrSchedulerRecord::save` of the scheduler's record, atomically."""
+    return str(save_pack(path, scheduler_pack(scheduler)))
+
+
+def load_scheduler(scheduler, path):
+    """`scheduler.load_record` of the file's record (strict: every key present and typed)."""
+    path = resolve_load_path(path)
+    try:
+        pack = read_pack(path)
+    except BurnpackError as exc:
+        raise RecordError(str(exc)) from None
+    if pack.tensors:
+        raise RecordError(f"{path}: {pack.tensors[0].name}: a scheduler record has no tensors")
+    record = {}
+    for key, t in _scheduler_types(scheduler, "", str(path)).items():
+        s = pack.scalars.get(key)
+        value = None if s is None else from_scalar(s, t)
+        if value is None:
+            problem = "missing scalar" if s is None else f"{s.kind}({s.value!r}) is not a {t}"
+            raise RecordError(f"{path}: {key}: {problem} ({type(scheduler).__name__})")
+        record[key] = value
+    return scheduler.load_record(record)
