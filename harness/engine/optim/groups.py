@@ -1,7 +1,8 @@
-"""Optimizer groups: burn's `ModuleOptimizer::with_group`, per-parameter rates from a
-`ModuleLearningRate`, and the per-parameter optimization context (burn-optim
-`src/optim/module/module_optimizer.rs`, `src/optim/module/record/mod.rs`, read at burn commit
-2c06be351006851d42fdb6df16b976f4a82d9747).
+"""Optimizer groups: rules over ids and paths with a catch-all base, not disjoint lists.
+
+burn's `ModuleOptimizer::with_group`, per-parameter rates from a `ModuleLearningRate`, and the
+per-parameter optimization context (burn-optim `src/optim/module/module_optimizer.rs`,
+`src/optim/module/record/mod.rs`, read at burn commit 2c06be351006851d42fdb6df16b976f4a82d9747).
 
 `ModuleOptimizer.with_group(group, optim, grad_clipping=None)` adds a per-tensor optimizer
 (`AdamConfig().build()`, ...) with its own clipping for the params `group` matches. burn's
