@@ -97,7 +97,8 @@ def _torch_late_group():
         F.cross_entropy(model(x), y).backward()
         optim.step()
     steps = {name: int(optim.state[p]["step"].item()) for name, p in model.named_parameters()}
-    return {"accepted": accepted, "fc1_steps": steps["fc1.weight"], "fc2_steps": steps["fc2.weight"]}
+    fc1_steps, fc2_steps = steps["fc1.weight"], steps["fc2.weight"]
+    return {"accepted": accepted, "fc1_steps": fc1_steps, "fc2_steps": fc2_steps}
 
 
 def _torch_overlap():
