@@ -219,17 +219,16 @@ class ModuleOptimizer:
         grads)`) loses it silently, while a stateful optimizer's state has still advanced.
         Params are matched by ParamId at each step, not bound at construction.
         """
-        policy = lr.__class__ is not float and isinstance(lr, ModuleLearningRate)
-        if policy or self.grouping is not None:
-            return groups.step(self, lr if policy else _lr(lr), module, grads)
-        lr = _lr(lr)
+        if lr.__class__ is not float or self.grouping is not None:
+            if self.grouping is not None or isinstance(lr, ModuleLearningRate):
+                return groups.step(self, lr, module, grads)
+            lr = groups.rate(lr)
         if not isinstance(module, Module):
             raise TypeError(f"step: expected a Module, got {type(module).__name__}")
         # burn moves `grads` in: the entries used are taken out, so each gradient is freed as
         # soon as its param is updated.
-        records = self.records
         new = consume_map(module, self._mapper(lr, grads._grads))
-        if len(records) != len(self.paths):  # states created: record their paths
+        if len(self.records) != len(self.paths):  # states created: record their paths
             groups.record_paths(self, new)
         return new
 
@@ -269,13 +268,6 @@ class ModuleOptimizer:
         self.paths = {pid: paths[pid] for pid in self.records if pid in paths}
         groups.loaded(self)
         return self
-
-
-def _lr(lr) -> float:
-    if lr.__class__ is not float and not isinstance(lr, (int, float, np.floating)):
-        kind = type(lr).__name__
-        raise TypeError(f"step: lr must be a float or a ModuleLearningRate, got {kind}")
-    return float(lr)
 
 
 def _copied(state):

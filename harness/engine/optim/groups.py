@@ -45,6 +45,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
+import numpy as np
+
 from harness.engine.module import Module, Param, ParamId, consume_map
 from harness.engine.module_lr_scheduler import ModuleLearningRate
 from harness.engine.optim.clipping import GradientClipping
@@ -141,10 +143,18 @@ def record_paths(optimizer, module: Module) -> None:
             paths[param.id] = path
 
 
+def rate(lr) -> float:
+    """A step's float rate, or TypeError naming what was passed."""
+    if lr.__class__ is not float and not isinstance(lr, (int, float, np.floating)):
+        kind = type(lr).__name__
+        raise TypeError(f"step: lr must be a float or a ModuleLearningRate, got {kind}")
+    return float(lr)
+
+
 def step(optimizer, lr, module: Module, grads) -> Module:
     """burn's `ModuleOptimizerMapper`: each param with a gradient, with its path, its context
     (or the group it resolves to) and its rate from the policy."""
-    policy = lr if isinstance(lr, ModuleLearningRate) else ModuleLearningRate(lr)
+    policy = lr if isinstance(lr, ModuleLearningRate) else ModuleLearningRate(rate(lr))
     if not isinstance(module, Module):
         raise TypeError(f"step: expected a Module, got {type(module).__name__}")
     return consume_map(module, _mapper(optimizer, policy, module, grads._grads))
