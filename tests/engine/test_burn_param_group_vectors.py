@@ -23,6 +23,7 @@ from burn_vectors import AD, assert_approx_eq
 from harness.a1 import a1_engine, a1_torch, engine_params, torch_params
 from harness.engine import (
     AdamConfig,
+    AdamWConfig,
     CrossEntropyLossConfig,
     Device,
     ExponentialLrSchedulerConfig,
@@ -35,10 +36,12 @@ from harness.engine import (
     ModuleLrScheduler,
     ModuleLrSchedulerConfig,
     MomentumConfig,
+    MuonConfig,
     ParamGroup,
     ParamGroupError,
     ParamId,
     SgdConfig,
+    ShapeError,
     Tensor,
     WeightDecayConfig,
 )
@@ -242,6 +245,28 @@ def test_the_last_matching_group_wins_and_unmatched_params_use_the_base(rng):
     decayed = weight(plain, "layer_a") - np.float32(LR * 10.0) * weight(model, "layer_a")
     assert_approx_eq(weight(stepped, "layer_a"), decayed, 1e-6)
     assert np.abs(weight(stepped, "layer_a") - weight(plain, "layer_a")).max() > 1e-3
+
+
+def test_muon_for_the_weights_and_adamw_for_the_rest(rng):
+    """burn's use of groups for Muon (2-D params only): the base AdamW takes the biases,
+    which Muon alone refuses with its rank panic."""
+    model = make_model()
+    x = random_x(rng)
+    with pytest.raises(ShapeError):
+        MuonConfig().init().step(LR, model.clone(), make_grads(model, x))
+    optim = (
+        AdamWConfig()
+        .init()
+        .with_group(ParamGroup.from_predicate("weight"), MuonConfig().build(), None)
+    )
+    stepped = optim.step(LR, model.clone(), make_grads(model, x))
+    muon_only = MuonConfig().build()
+    grad = make_grads(model, x).get(model.layer_a.weight.id)
+    expected, _ = muon_only.step(LR, model.layer_a.weight.val(), grad)
+    assert_approx_eq(weight(stepped, "layer_a"), expected.numpy(), 0.0)
+    adamw = AdamWConfig().init().step(LR, model.clone(), make_grads(model, x))
+    bias = stepped.layer_b.bias.val().numpy()
+    assert_approx_eq(bias, adamw.layer_b.bias.val().numpy(), 0.0)
 
 
 def test_with_group_refuses_what_burn_does_not_compile():

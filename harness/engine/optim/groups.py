@@ -191,6 +191,8 @@ def _mapper(optimizer, policy: ModuleLearningRate, module: Module, pending: dict
             paths[pid] = path
             if contexts is not None:
                 contexts[pid] = (optim, clipping)
+        else:  # burn drops the whole context with the state
+            paths.pop(pid, None)
         return Param(pid, tensor._updated(value))
 
     return update
