@@ -388,3 +388,19 @@ __all__ += [
     "module_ops",
     "nn",
 ]
+
+# --- optim/param_group.py, module_lr_scheduler.py (parameter groups) ---
+from .module_lr_scheduler import (  # noqa: E402
+    ModuleLearningRate,
+    ModuleLrScheduler,
+    ModuleLrSchedulerConfig,
+)
+from .optim import ParamGroup, ParamGroupError  # noqa: E402
+
+__all__ += [
+    "ModuleLearningRate",
+    "ModuleLrScheduler",
+    "ModuleLrSchedulerConfig",
+    "ParamGroup",
+    "ParamGroupError",
+]

@@ -6,7 +6,8 @@ Each config is named as burn's type and takes burn's fields (snake_case, same or
 `new(...)` plus the defaulted fields as keywords). `build()` (burn's) and `init()` validate and
 raise `ValueError` with burn's message where burn returns `Err(String)`; both return a scheduler
 whose `step()` advances and returns the learning rate to use *now* (burn's `init()` wraps it in
-a `ModuleLrScheduler` for per-group rates, which the engine does not have). Schedulers have
+a `ModuleLrScheduler` for per-group rates: here `harness.engine.module_lr_scheduler`, built
+explicitly with `ModuleLrScheduler(scheduler)`). Schedulers have
 burn's `to_record()` / `load_record(record)` (a dict of burn's state scalars; composed and
 sequential children under `"0."`, `"1."`, ...).
 

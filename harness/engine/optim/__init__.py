@@ -1,7 +1,8 @@
 """Gradients per ParamId, gradient clipping and the optimizers of burn-optim
 (reference-engine.md sections 5 and 6), one file per burn file: `grads` (GradientsParams,
 GradientsAccumulator), `clipping`, `base` (ModuleOptimizer, shared configs, in-place helpers),
-`sgd`, `adam` (Adam, AdamW), `rmsprop`, `adagrad`, `adan`, `muon`, `lbfgs`.
+`sgd`, `adam` (Adam, AdamW), `rmsprop`, `adagrad`, `adan`, `muon`, `lbfgs`; `param_group`
+(ParamGroup) and `groups` (optimizer groups, per-param contexts, StateRecord).
 
 An optimizer is built without params: `SgdConfig(...).init()` returns a `ModuleOptimizer` whose
 `step(lr, module, grads)` walks the module's params in order and returns the **updated module**.
@@ -21,7 +22,9 @@ PyTorch differences, all deliberate (each is a case):
   while a stateful optimizer's state has advanced;
 - `grads` is taken by value in burn: the step removes the entries it uses from the
   GradientsParams passed in (PyTorch leaves `.grad` in place until `zero_grad()`);
-- `lr` is a float per step (burn also accepts per-group rates; not implemented here);
+- groups (`with_group`, `ParamGroup`, per-group rates from a `ModuleLearningRate`) are rules
+  over ParamIds and paths with a catch-all base, not PyTorch's disjoint tensor lists: a param
+  in two groups takes the last, a param in none the base optimizer (see `groups`);
 - a param without gradient is skipped entirely: no decay, no state change, its step count does
   not advance (PyTorch also skips params whose `.grad` is None);
 - defaults: epsilon 1e-5 everywhere (PyTorch 1e-8; AdaGrad 1e-10), AdamW weight decay 1e-4
@@ -48,8 +51,10 @@ from harness.engine.optim.base import (
 )
 from harness.engine.optim.clipping import GradientClipping, GradientClippingConfig
 from harness.engine.optim.grads import GradientsAccumulator, GradientsParams
+from harness.engine.optim.groups import StateRecord
 from harness.engine.optim.lbfgs import LBFGS, LBFGSConfig, LBFGSState, LineSearchFn
 from harness.engine.optim.muon import AdjustLrFn, Muon, MuonConfig
+from harness.engine.optim.param_group import ParamGroup, ParamGroupError
 from harness.engine.optim.rmsprop import RmsProp, RmsPropConfig, RmsPropState
 from harness.engine.optim.sgd import Sgd, SgdConfig, SgdState
 
@@ -79,12 +84,15 @@ __all__ = [
     "Muon",
     "MuonConfig",
     "OptimizerState",
+    "ParamGroup",
+    "ParamGroupError",
     "RmsProp",
     "RmsPropConfig",
     "RmsPropState",
     "Sgd",
     "SgdConfig",
     "SgdState",
+    "StateRecord",
     "TensorOptimizer",
     "WeightDecayConfig",
 ]

@@ -22,6 +22,8 @@ from collections.abc import Callable
 import numpy as np
 
 from harness.engine.module import Config, Module, Param, ParamId, consume_map
+from harness.engine.module_lr_scheduler import ModuleLearningRate
+from harness.engine.optim import groups
 from harness.engine.optim.clipping import GradientClipping, GradientClippingConfig
 from harness.engine.tensor import Tensor
 
@@ -180,15 +182,28 @@ class ModuleOptimizer:
         self.optim = optim
         self.grad_clipping = grad_clipping
         self.records: dict[ParamId, object] = {}
+        # burn's per-param context beyond the state (harness.engine.optim.groups): the module
+        # path of each state, and the groups of `with_group` (None: the base optimizer only).
+        self.paths: dict[ParamId, str | None] = {}
+        self.grouping = None
 
     def with_grad_clipping(self, clipping: GradientClipping) -> ModuleOptimizer:
-        """Attach gradient clipping (burn's `with_grad_clipping`)."""
+        """Attach gradient clipping to the base group (burn's `with_grad_clipping`); params
+        that already have state keep the clipping they had (see `groups`)."""
+        if self.records:
+            groups.grouping(self)
         self.grad_clipping = clipping
         return self
 
+    def with_group(self, group, optim, grad_clipping=None) -> ModuleOptimizer:
+        """Use the per-tensor `optim` (and `grad_clipping`) for the params `group` matches
+        (burn's `with_group`: the last matching group wins; their state is cleared). See
+        `harness.engine.optim.groups`."""
+        return groups.add_group(self, group, optim, grad_clipping)
+
     def has_gradient_clipping(self) -> bool:
-        """True when clipping is attached."""
-        return self.grad_clipping is not None
+        """True when any group clips."""
+        return groups.has_clipping(self)
 
     def step(self, lr: float, module: Module, grads) -> Module:
         """One optimization step; returns the updated module and **consumes** `module`.
@@ -196,20 +211,26 @@ class ModuleOptimizer:
         Rebind the result: `model = optim.step(lr, model, grads)`. Any later use of the module
         passed in raises `MovedValueError`; pass `model.clone()` to keep the original.
         Params without a gradient in `grads` are returned unchanged. Like burn, which takes
-        `grads` by value, the step takes the entries it uses out of `grads`.
+        `grads` by value, the step takes the entries it uses out of `grads`. `lr` is a float
+        or a `ModuleLearningRate` (per-group rates, `ModuleLrScheduler.step()`).
 
         PyTorch differences: PyTorch's `optimizer.step()` updates the bound parameters in place;
         here the result is the update, so a discarded result (`optim.step(lr, model.clone(),
         grads)`) loses it silently, while a stateful optimizer's state has still advanced.
         Params are matched by ParamId at each step, not bound at construction.
         """
-        if lr.__class__ is not float and not isinstance(lr, (int, float, np.floating)):
-            raise TypeError(f"step: lr must be a float, got {type(lr).__name__}")
+        if lr.__class__ is not float or self.grouping is not None:
+            if self.grouping is not None or isinstance(lr, ModuleLearningRate):
+                return groups.step(self, lr, module, grads)
+            lr = groups.rate(lr)
         if not isinstance(module, Module):
             raise TypeError(f"step: expected a Module, got {type(module).__name__}")
         # burn moves `grads` in: the entries used are taken out, so each gradient is freed as
         # soon as its param is updated.
-        return consume_map(module, self._mapper(float(lr), grads._grads))
+        new = consume_map(module, self._mapper(lr, grads._grads))
+        if len(self.records) != len(self.paths):  # states created: record their paths
+            groups.record_paths(self, new)
+        return new
 
     def _mapper(self, lr: float, pending: dict) -> Callable[[Param], Param]:
         optim_update = self.optim.update
@@ -233,14 +254,19 @@ class ModuleOptimizer:
 
         return update
 
-    def to_record(self) -> dict[ParamId, object]:
+    def to_record(self) -> groups.StateRecord:
         """The per-ParamId state, copied: later steps update the optimizer's own buffers in
-        place and leave a record taken before them as it was."""
-        return {pid: _copied(state) for pid, state in self.records.items()}
+        place and leave a record taken before them as it was. `.paths` holds their paths."""
+        paths = {pid: self.paths[pid] for pid in self.records if self.paths.get(pid)}
+        return groups.StateRecord(((p, _copied(s)) for p, s in self.records.items()), paths)
 
     def load_record(self, record: dict[ParamId, object]) -> ModuleOptimizer:
-        """Replace the state with a copy of `record` (which stays as it is)."""
+        """Replace the state with a copy of `record` (which stays as it is); its `paths`
+        (none for a plain dict) route each state to its group."""
         self.records = {pid: _copied(state) for pid, state in record.items()}
+        paths = getattr(record, "paths", {})
+        self.paths = {pid: paths[pid] for pid in self.records if pid in paths}
+        groups.loaded(self)
         return self
 
 
