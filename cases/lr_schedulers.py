@@ -29,6 +29,7 @@ from harness.engine import (
     CosineAnnealingLrSchedulerConfig,
     ExponentialLrSchedulerConfig,
     LinearLrSchedulerConfig,
+    ModuleLrScheduler,
     NoamLrSchedulerConfig,
     SequentialLrSchedulerConfig,
     StepLrSchedulerConfig,
@@ -115,14 +116,16 @@ def torch_side():
 
 
 def _engine_lrs(scheduler):
-    """burn's loop: `let lr = scheduler.step();` before each optimizer step."""
-    return np.array([scheduler.step() for _ in range(N)])
+    """burn's loop: `let lr = scheduler.step();` before each optimizer step. Every `init()` is
+    burn 0.22's `ModuleLrScheduler`, whose `step()` is a `ModuleLearningRate`: without groups,
+    its one rate is `base()`."""
+    return np.array([scheduler.step().base() for _ in range(N)])
 
 
 def engine_side():
     return {
         "aligned": {
-            "constant": _engine_lrs(ConstantLr(INITIAL)),
+            "constant": _engine_lrs(ModuleLrScheduler(ConstantLr(INITIAL))),
             "linear": _engine_lrs(LinearLrSchedulerConfig(INITIAL, FINAL, LINEAR_ITERS).init()),
             "cosine": _engine_lrs(
                 CosineAnnealingLrSchedulerConfig(INITIAL, COSINE_ITERS, min_lr=MIN_LR).init()

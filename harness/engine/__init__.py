@@ -208,7 +208,7 @@ __all__ += [
     "save_scheduler",
 ]
 
-# --- lr_scheduler.py ---
+# --- lr_scheduler/ ---
 from .lr_scheduler import (  # noqa: E402
     ComposedLrSchedulerConfig,
     ConstantLr,
@@ -389,13 +389,13 @@ __all__ += [
     "nn",
 ]
 
-# --- optim/param_group.py, module_lr_scheduler.py (parameter groups) ---
-from .module_lr_scheduler import (  # noqa: E402
+# --- module/param_group.py, lr_scheduler/module_lr_scheduler.py (parameter groups) ---
+from .lr_scheduler import (  # noqa: E402
     ModuleLearningRate,
     ModuleLrScheduler,
     ModuleLrSchedulerConfig,
 )
-from .optim import ParamGroup, ParamGroupError  # noqa: E402
+from .module import ParamGroup, ParamGroupError  # noqa: E402
 
 __all__ += [
     "ModuleLearningRate",

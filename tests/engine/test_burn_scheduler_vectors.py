@@ -25,7 +25,7 @@ from harness.engine import (
     SequentialLrSchedulerConfig,
     StepLrSchedulerConfig,
 )
-from harness.engine.lr_scheduler import I32_MAX, STEP_OVERFLOW
+from harness.engine.lr_scheduler.base import I32_MAX, STEP_OVERFLOW
 
 LOOSE_EPSILON = 1e-10
 INITIAL = "Initial learning rate must be greater than 0 and at most 1"

@@ -32,6 +32,7 @@ from harness.engine import (
     GradientsParams,
     MomentumConfig,
     MuonConfig,
+    ParamGroup,
     RmsPropConfig,
     SgdConfig,
     WeightDecayConfig,
@@ -541,31 +542,48 @@ def test_saving_replaces_the_file_atomically(adam_file, monkeypatch):
 
 
 def schedulers():
+    """Built schedulers (burn's `build()`, records at the root) and two `init()` ones (burn
+    0.22's `ModuleLrScheduler`: each group's scheduler under `"<index>."`)."""
     return {
-        "linear": lambda: lrs.LinearLrSchedulerConfig(0.5, 0.1, 7).init(),
-        "cosine": lambda: lrs.CosineAnnealingLrSchedulerConfig(0.5, 3, min_lr=0.1).init(),
-        "exponential": lambda: lrs.ExponentialLrSchedulerConfig(0.5, 0.9).init(),
-        "step": lambda: lrs.StepLrSchedulerConfig(0.5, 2, gamma=0.5).init(),
-        "noam": lambda: lrs.NoamLrSchedulerConfig(0.5, warmup_steps=3, model_size=4).init(),
+        "linear": lambda: lrs.LinearLrSchedulerConfig(0.5, 0.1, 7).build(),
+        "cosine": lambda: lrs.CosineAnnealingLrSchedulerConfig(0.5, 3, min_lr=0.1).build(),
+        "exponential": lambda: lrs.ExponentialLrSchedulerConfig(0.5, 0.9).build(),
+        "step": lambda: lrs.StepLrSchedulerConfig(0.5, 2, gamma=0.5).build(),
+        "noam": lambda: lrs.NoamLrSchedulerConfig(0.5, warmup_steps=3, model_size=4).build(),
         "composed": lambda: lrs.ComposedLrSchedulerConfig(
             [lrs.LinearLrSchedulerConfig(0.5, 0.1, 7), lrs.ExponentialLrSchedulerConfig(0.5, 0.9)]
-        ).init(),
+        ).build(),
         "sequential": lambda: lrs.SequentialLrSchedulerConfig(
             [lrs.LinearLrSchedulerConfig(0.5, 0.1, 3), lrs.StepLrSchedulerConfig(0.1, 2)], [3]
-        ).init(),
+        ).build(),
+        "init": lambda: lrs.CosineAnnealingLrSchedulerConfig(0.5, 3, min_lr=0.1).init(),
+        "groups": lambda: (
+            lrs.ModuleLrSchedulerConfig(lrs.LinearLrSchedulerConfig(0.5, 0.1, 7))
+            .with_group(ParamGroup.from_path("fc1.weight"), lrs.StepLrSchedulerConfig(0.5, 2))
+            .init()
+        ),
     }
+
+
+def rates(scheduler, n: int) -> list[float]:
+    """`n` steps' rates: the float of a built scheduler, every group's of a module one."""
+    out = []
+    for _ in range(n):
+        lr = scheduler.step()
+        out.append(lr if isinstance(lr, float) else [r for _, r in lr.groups])
+    return out
 
 
 @pytest.mark.parametrize("name", sorted(schedulers()))
 def test_scheduler_resumes_exactly(name, tmp_path):
     make = schedulers()[name]
     straight = make()
-    want = [straight.step() for _ in range(8)]
+    want = rates(straight, 8)
     first = make()
-    got = [first.step() for _ in range(4)]
+    got = rates(first, 4)
     path = save_scheduler(first, tmp_path / name)
     resumed = load_scheduler(make(), path)
-    got += [resumed.step() for _ in range(4)]
+    got += rates(resumed, 4)
     assert got == want  # float64 values, bit for bit
     assert resumed.to_record() == straight.to_record()
 
@@ -590,3 +608,41 @@ def test_scheduler_missing_key_is_named(tmp_path):
     path = Path(save_scheduler(schedulers()["cosine"](), tmp_path / "lr.bpk"))
     with pytest.raises(RecordError, match=r"lr\.bpk: 0\.remaining_iters: missing scalar"):
         load_scheduler(schedulers()["composed"](), path)
+
+
+# ---- optimizer groups ---------------------------------------------------------------------
+
+
+def _muon_weights_adamw_rest():
+    """burn's Muon use: Muon for the 2-D weights (a group), AdamW (the base) for the rest."""
+    group = ParamGroup.from_predicate("weight")
+    return AdamWConfig().init().with_group(group, MuonConfig().build(), None)
+
+
+def test_grouped_optimizer_resumes_from_a_file_bit_for_bit(tmp_path):
+    """A record of two optimizer kinds: each state is rebuilt in its group's layout (burn's
+    `optim_from_param(id, path)`), so a stopped run continues exactly as the straight one."""
+    model, x, y = a1_engine(AD)
+    straight = train(_muon_weights_adamw_rest(), model.clone(), x, y, 0.01, STEPS)
+    first = _muon_weights_adamw_rest()
+    model = train(first, model, x, y, 0.01, HALF)
+    path = save_optimizer(first, tmp_path / "groups.bpk")
+    resumed = load_optimizer(_muon_weights_adamw_rest(), path)
+    assert {type(s).__name__ for s in resumed.records.values()} == {
+        type(s).__name__ for s in first.records.values()
+    }
+    model = train(resumed, model, x, y, 0.01, STEPS - HALF)
+    for name, array in engine_params(straight).items():
+        np.testing.assert_array_equal(engine_params(model)[name].numpy(), array.numpy())
+
+
+def test_a_state_loaded_into_another_group_kind_is_named(tmp_path):
+    model, x, y = a1_engine(AD)
+    optim = _muon_weights_adamw_rest()
+    train(optim, model, x, y, 0.01, 1)
+    path = save_optimizer(optim, tmp_path / "groups.bpk")
+    with pytest.raises(RecordError) as info:
+        load_optimizer(AdamWConfig().init(), path)  # no Muon group: weights resolve to AdamW
+    message = str(info.value)
+    assert "groups.bpk: optimizer." in message
+    assert "holds optimizer kind 'Muon', the optimizer is 'AdamW'" in message

@@ -23,11 +23,13 @@ from harness.engine import (
     StepLrSchedulerConfig,
 )
 from harness.engine.lr_scheduler import powi
+from harness.engine.lr_scheduler.module_lr_scheduler import ModuleLearningRate, ModuleLrScheduler
 
 N = 12
 
 
 def run(scheduler, n: int = N) -> list[float]:
+    """The first `n` rates of a built scheduler (`build()`: `step()` returns the float)."""
     return [scheduler.step() for _ in range(n)]
 
 
@@ -52,7 +54,7 @@ def test_first_call_returns_initial_lr():
         ExponentialLrSchedulerConfig(0.5, 0.9),
         StepLrSchedulerConfig(0.5, 3),
     ):
-        assert config.init().step() == pytest.approx(0.5, rel=1e-15)
+        assert config.init().step().base() == pytest.approx(0.5, rel=1e-15)
 
 
 def test_constant():
@@ -61,7 +63,7 @@ def test_constant():
 
 @pytest.mark.parametrize(("initial", "final", "num_iters"), [(0.9, 0.5, 4), (0.01, 0.04, 3)])
 def test_linear_reaches_final_at_call_n_plus_1_then_constant(initial, final, num_iters):
-    got = run(LinearLrSchedulerConfig(initial, final, num_iters).init())
+    got = run(LinearLrSchedulerConfig(initial, final, num_iters).build())
     want = [linear_formula(initial, final, num_iters, k) for k in range(1, N + 1)]
     assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
     assert got[num_iters] == final
@@ -70,7 +72,7 @@ def test_linear_reaches_final_at_call_n_plus_1_then_constant(initial, final, num
 
 def test_cosine_annealing_matches_formula_and_does_not_restart():
     initial, num_iters, min_lr = 0.5, 4, 0.1
-    got = run(CosineAnnealingLrSchedulerConfig(initial, num_iters, min_lr=min_lr).init())
+    got = run(CosineAnnealingLrSchedulerConfig(initial, num_iters, min_lr=min_lr).build())
     want = [cosine_formula(initial, num_iters, min_lr, k) for k in range(1, N + 1)]
     assert got == pytest.approx(want, rel=1e-12)
     assert got[num_iters] == pytest.approx(min_lr)  # call n + 1 reaches the minimum
@@ -81,31 +83,31 @@ def test_cosine_annealing_matches_formula_and_does_not_restart():
 
 
 def test_cosine_min_lr_defaults_to_zero():
-    got = run(CosineAnnealingLrSchedulerConfig(1.0, 2).init(), 3)
+    got = run(CosineAnnealingLrSchedulerConfig(1.0, 2).build(), 3)
     assert got == pytest.approx([1.0, 0.5, 0.0], abs=1e-15)
 
 
 def test_exponential_matches_formula():
-    got = run(ExponentialLrSchedulerConfig(0.8, 0.5).init())
+    got = run(ExponentialLrSchedulerConfig(0.8, 0.5).build())
     want = [0.8 * 0.5 ** (k - 1) for k in range(1, N + 1)]
     assert got == pytest.approx(want, rel=1e-14)
 
 
 @pytest.mark.parametrize("gamma", [0.1, 0.5])
 def test_step_matches_formula(gamma):
-    got = run(StepLrSchedulerConfig(0.5, 3, gamma=gamma).init())
+    got = run(StepLrSchedulerConfig(0.5, 3, gamma=gamma).build())
     want = [0.5 * gamma ** ((k - 1) // 3) for k in range(1, N + 1)]
     assert got == pytest.approx(want, rel=1e-14)
 
 
 def test_step_gamma_defaults_to_0_1():
     assert StepLrSchedulerConfig(0.4, 2).gamma == 0.1
-    assert run(StepLrSchedulerConfig(0.4, 2).init(), 4) == pytest.approx([0.4, 0.4, 0.04, 0.04])
+    assert run(StepLrSchedulerConfig(0.4, 2).build(), 4) == pytest.approx([0.4, 0.4, 0.04, 0.04])
 
 
 def test_step_accepts_odd_values_like_burn():
     # burn only logs a warning for gamma outside (0, 1) or initial <= 0.
-    assert run(StepLrSchedulerConfig(0.1, 2, gamma=2.0).init(), 6) == pytest.approx(
+    assert run(StepLrSchedulerConfig(0.1, 2, gamma=2.0).build(), 6) == pytest.approx(
         [0.1, 0.1, 0.2, 0.2, 0.4, 0.4]
     )
 
@@ -113,13 +115,13 @@ def test_step_accepts_odd_values_like_burn():
 def test_noam_matches_formula_with_defaults():
     config = NoamLrSchedulerConfig(2.0)
     assert (config.warmup_steps, config.model_size) == (4000, 512)
-    got = run(config.init())
+    got = run(config.build())
     want = [noam_formula(2.0, 4000, 512, k) for k in range(1, N + 1)]
     assert got == pytest.approx(want, rel=1e-14)
 
 
 def test_noam_rises_during_warmup_then_decays():
-    got = run(NoamLrSchedulerConfig(10.0, warmup_steps=4, model_size=16).init(), 8)
+    got = run(NoamLrSchedulerConfig(10.0, warmup_steps=4, model_size=16).build(), 8)
     want = [noam_formula(10.0, 4, 16, k) for k in range(1, 9)]
     assert got == pytest.approx(want, rel=1e-14)
     assert got[:4] == sorted(got[:4]) and got[3:] == sorted(got[3:], reverse=True)
@@ -139,7 +141,7 @@ def test_composed_steps_every_child(reduction, combine):
         .linear(LinearLrSchedulerConfig(0.9, 0.5, 4))
         .exponential(ExponentialLrSchedulerConfig(0.8, 0.5))
     )
-    got = run(config.init())
+    got = run(config.build())
     want = [combine(linear_formula(0.9, 0.5, 4, k), 0.8 * 0.5 ** (k - 1)) for k in range(1, N + 1)]
     assert got == pytest.approx(want, rel=1e-13)
 
@@ -159,7 +161,7 @@ def test_sequential_steps_only_the_active_child():
     )
     # Each child starts from its own first value when it takes over.
     want = [0.1, 0.2, 0.5, 0.25, 0.125, 0.8, 0.4, 0.0]
-    assert run(config.init(), 8) == pytest.approx(want, abs=1e-15)
+    assert run(config.build(), 8) == pytest.approx(want, abs=1e-15)
 
 
 def test_powi_is_square_and_multiply():
@@ -266,7 +268,7 @@ def test_composed_takes_constant_step_and_composed_children():
         .step(StepLrSchedulerConfig(0.4, 2, gamma=0.5))
         .composed(inner)
     )
-    got = run(config.init(), 6)
+    got = run(config.build(), 6)
     want = [0.5 * (0.4 * 0.5 ** ((k - 1) // 2)) * (0.1 + 0.2) for k in range(1, 7)]
     assert got == pytest.approx(want, rel=1e-14)
 
@@ -275,9 +277,9 @@ def test_a_bare_float_child_is_a_constant_rate():
     # burn's `LrSchedulerConfig::Constant(lr)`; this used to fail at init() (AttributeError).
     config = ComposedLrSchedulerConfig(schedulers=(0.5, LinearLrSchedulerConfig(0.9, 0.5, 4)))
     want = [0.5 * linear_formula(0.9, 0.5, 4, k) for k in range(1, N + 1)]
-    assert run(config.init()) == pytest.approx(want, rel=1e-14)
+    assert run(config.build()) == pytest.approx(want, rel=1e-14)
     sequential = SequentialLrSchedulerConfig([0.3, ExponentialLrSchedulerConfig(0.5, 0.5)], [2])
-    assert run(sequential.init(), 4) == pytest.approx([0.3, 0.3, 0.5, 0.25])
+    assert run(sequential.build(), 4) == pytest.approx([0.3, 0.3, 0.5, 0.25])
 
 
 def test_a_child_that_is_neither_float_nor_config_is_named_in_the_error():
@@ -290,7 +292,7 @@ def test_a_child_that_is_neither_float_nor_config_is_named_in_the_error():
 
 
 def test_custom_scheduler_joins_a_composed_one():
-    composed = ComposedLrSchedulerConfig().constant(0.5).init()
+    composed = ComposedLrSchedulerConfig().constant(0.5).build()
     composed.with_custom_scheduler(ConstantLr(0.2))
     assert run(composed, 2) == pytest.approx([0.1, 0.1])
 
@@ -301,7 +303,7 @@ def test_records_resume_composed_children():
             ComposedLrSchedulerConfig()
             .linear(LinearLrSchedulerConfig(0.9, 0.5, 4))
             .cosine(CosineAnnealingLrSchedulerConfig(0.5, 3))
-            .init()
+            .build()
         )
 
     scheduler, truth = make(), make()
@@ -312,6 +314,12 @@ def test_records_resume_composed_children():
     assert run(make().load_record(record), 5) == run(truth, 5)
 
 
-def test_build_is_init():
+def test_init_is_build_inside_a_module_lr_scheduler():
+    # burn 0.22: every scheduler config's `init() -> Result<ModuleLrScheduler, String>`
+    # (cosine.rs, linear.rs, ..., commit 2c06be351006851d42fdb6df16b976f4a82d9747).
     config = CosineAnnealingLrSchedulerConfig(0.5, 4)
-    assert run(config.build()) == run(config.init())
+    scheduler = config.init()
+    assert isinstance(scheduler, ModuleLrScheduler)
+    rates = [scheduler.step() for _ in range(N)]
+    assert all(isinstance(lr, ModuleLearningRate) for lr in rates)
+    assert [lr.base() for lr in rates] == run(config.build())

@@ -1,6 +1,7 @@
 """Modules, parameters and layers: the core (`core`: ParamId, Param, Module, Config, moved
 values, seeding), the layers built on it (`layers`: Linear, Relu, Dropout, LayerNorm) and
-LoRA (`lora`: Lora, apply_lora, merge_lora)."""
+LoRA (`lora`: Lora, apply_lora, merge_lora) and parameter groups (`param_group`: ParamGroup,
+burn-core's `module::ParamGroup`)."""
 
 from harness.engine.module.core import (
     Config,
@@ -25,6 +26,7 @@ from harness.engine.module.layers import (
     Relu,
 )
 from harness.engine.module.lora import Lora, LoraAdapter, LoraWeight, apply_lora, merge_lora
+from harness.engine.module.param_group import ParamGroup, ParamGroupError
 
 __all__ = [
     "Config",
@@ -40,6 +42,8 @@ __all__ = [
     "Module",
     "MovedValueError",
     "Param",
+    "ParamGroup",
+    "ParamGroupError",
     "ParamId",
     "Relu",
     "apply_lora",

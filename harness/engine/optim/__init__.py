@@ -1,8 +1,9 @@
 """Gradients per ParamId, gradient clipping and the optimizers of burn-optim
 (reference-engine.md sections 5 and 6), one file per burn file: `grads` (GradientsParams,
 GradientsAccumulator), `clipping`, `base` (ModuleOptimizer, shared configs, in-place helpers),
-`sgd`, `adam` (Adam, AdamW), `rmsprop`, `adagrad`, `adan`, `muon`, `lbfgs`; `param_group`
-(ParamGroup) and `groups` (optimizer groups, per-param contexts, StateRecord).
+`sgd`, `adam` (Adam, AdamW), `rmsprop`, `adagrad`, `adan`, `muon`, `lbfgs`; `groups`
+(optimizer groups, per-param contexts, StateRecord; the groups themselves, `ParamGroup`, are
+burn-core's and live in `harness.engine.module`).
 
 An optimizer is built without params: `SgdConfig(...).init()` returns a `ModuleOptimizer` whose
 `step(lr, module, grads)` walks the module's params in order and returns the **updated module**.
@@ -39,6 +40,7 @@ State is held by the optimizer and updated in place (see `base`); a step allocat
 array per param, its new value.
 """
 
+from harness.engine.module.param_group import ParamGroup, ParamGroupError
 from harness.engine.optim.adagrad import AdaGrad, AdaGradConfig, AdaGradState
 from harness.engine.optim.adam import Adam, AdamConfig, AdamW, AdamWConfig, AdaptiveMomentumState
 from harness.engine.optim.adan import Adan, AdanConfig, AdaptiveNesterovMomentumState
@@ -54,7 +56,6 @@ from harness.engine.optim.grads import GradientsAccumulator, GradientsParams
 from harness.engine.optim.groups import StateRecord
 from harness.engine.optim.lbfgs import LBFGS, LBFGSConfig, LBFGSState, LineSearchFn
 from harness.engine.optim.muon import AdjustLrFn, Muon, MuonConfig
-from harness.engine.optim.param_group import ParamGroup, ParamGroupError
 from harness.engine.optim.rmsprop import RmsProp, RmsPropConfig, RmsPropState
 from harness.engine.optim.sgd import Sgd, SgdConfig, SgdState
 

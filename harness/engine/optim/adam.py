@@ -22,7 +22,7 @@ import dataclasses
 
 import numpy as np
 
-from harness.engine.lr_scheduler import powi
+from harness.engine.lr_scheduler.base import powi
 from harness.engine.module import Config
 from harness.engine.optim.base import (
     ONE,

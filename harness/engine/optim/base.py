@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from harness.engine.lr_scheduler.module_lr_scheduler import ModuleLearningRate
 from harness.engine.module import Config, Module, Param, ParamId, consume_map
-from harness.engine.module_lr_scheduler import ModuleLearningRate
 from harness.engine.optim import groups
 from harness.engine.optim.clipping import GradientClipping, GradientClippingConfig
 from harness.engine.tensor import Tensor

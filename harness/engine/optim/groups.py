@@ -47,10 +47,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from harness.engine.lr_scheduler.module_lr_scheduler import ModuleLearningRate
 from harness.engine.module import Module, Param, ParamId, consume_map
-from harness.engine.module_lr_scheduler import ModuleLearningRate
+from harness.engine.module.param_group import ParamGroup
 from harness.engine.optim.clipping import GradientClipping
-from harness.engine.optim.param_group import ParamGroup
 
 __all__ = ["Grouping", "StateRecord"]
 

@@ -15,8 +15,11 @@ record is scalars only (`current_iter`, ...; composed and sequential children un
 `1.`, ...). Round trips are exact: the arrays' bytes and dtypes, the counters' values.
 
 Engine extensions and differences from burn, each deliberate:
-- the metadata also holds `optimizer` (the kind, e.g. `Adam`; burn's loader ignores keys that
-  are not param ids), and loading checks it against the optimizer loaded into;
+- the metadata also holds `optimizer` (the base optimizer's kind, e.g. `Adam`; burn's loader
+  ignores keys that are not param ids) and `optimizer.<id>` for a state whose group's
+  optimizer is of another kind (`with_group`); loading rebuilds each state in the layout of
+  the group its id and stored path resolve to now, as burn's `optim_from_param(id, path)`,
+  and checks the stored kind against it;
 - loading is strict: burn's `load_record` silently skips a param whose state cannot be rebuilt
   (it restarts on the next step) and a scheduler keeps its counter when its key is absent;
   here each such case raises `RecordError`, `<file>: <key>: <problem>`, as do a tensor of
@@ -36,7 +39,9 @@ from __future__ import annotations
 import numpy as np
 
 from harness.engine import lr_scheduler as lrs
+from harness.engine.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
 from harness.engine.module import Module, ParamId
+from harness.engine.optim import groups
 from harness.engine.optim.adagrad import AdaGrad, AdaGradState
 from harness.engine.optim.adam import Adam, AdamW, AdaptiveMomentumState
 from harness.engine.optim.adan import Adan, AdaptiveNesterovMomentumState
@@ -177,12 +182,24 @@ def _from_value(kind: str, value: dict):
     )
 
 
-def _kind(optim: ModuleOptimizer, source: str) -> str:
-    kind = _KINDS.get(type(optim.optim))
+def _kind_of(per_tensor, source: str) -> str:
+    kind = _KINDS.get(type(per_tensor))
     if kind is None:
-        name = type(optim.optim).__name__
+        name = type(per_tensor).__name__
         raise RecordError(f"{source}: {KIND_KEY}: optimizer kind {name!r} has no record layout")
     return kind
+
+
+def _state_kind(optim: ModuleOptimizer, pid: ParamId, source: str) -> str:
+    """The kind of the optimizer that owns `pid`'s state: its group's (its context), else the
+    base optimizer's."""
+    context = None if optim.grouping is None else optim.grouping.contexts.get(pid)
+    return _kind_of(optim.optim if context is None else context[0], source)
+
+
+def _kind_key(prefix: str) -> str:
+    """The metadata key naming one state's kind when it is not the base optimizer's."""
+    return join_path(KIND_KEY, prefix)
 
 
 # ---- optimizer records --------------------------------------------------------------------
@@ -190,16 +207,19 @@ def _kind(optim: ModuleOptimizer, source: str) -> str:
 
 def optimizer_pack(optim: ModuleOptimizer, module: Module | None = None) -> Pack:
     """burn's `ModuleOptimizer::to_record`, as a burnpack container (copies of the state)."""
-    kind = _kind(optim, "<record>")
+    base_kind = _kind_of(optim.optim, "<record>")
     params = {} if module is None else {p.id: (path, p) for path, p in module.params()}
     tensors: list[PackTensor] = []
     scalars: dict[str, Scalar] = {}
-    paths = {KIND_KEY: kind}
+    paths = {KIND_KEY: base_kind}
     # Sorted by prefix: the file does not depend on the order the params were stepped in.
     for prefix, pid, state in sorted((str(int(p)), p, s) for p, s in optim.records.items()):
+        kind = _state_kind(optim, pid, "<record>")
+        if kind != base_kind:
+            paths[_kind_key(prefix)] = kind
         sink = StateSink()
         state_flatten(LAYOUTS[kind], _to_value(kind, state), prefix, sink)
-        path, param = params.get(pid, (None, None))
+        path, param = params.get(pid, (optim.paths.get(pid), None))
         if sink.tensors:
             rank = sink.tensors[0][1].ndim
         elif param is not None:
@@ -244,14 +264,9 @@ def load_optimizer_bytes(optim: ModuleOptimizer, data: bytes, module: Module | N
 
 
 def _load_pack(optim: ModuleOptimizer, pack: Pack, source: str, module: Module | None):
-    kind = _kind(optim, source)
-    stored = pack.metadata.get(KIND_KEY)
-    if stored is not None and stored != kind:
-        known = "" if stored in LAYOUTS else "unknown "
-        raise RecordError(
-            f"{source}: {KIND_KEY}: the file holds {known}optimizer kind {stored!r}, "
-            f"the optimizer is {kind!r}"
-        )
+    """burn's `load_record`: each state rebuilt in the layout of the group its id and stored
+    path resolve to now (burn's `optim_from_param(id, path)`), then routed by `load_record`."""
+    base_kind = pack.metadata.get(KIND_KEY)
     src = StateSource(pack.scalars)
     ranks: dict[int, int] = {}
     for key, s in pack.scalars.items():
@@ -267,19 +282,33 @@ def _load_pack(optim: ModuleOptimizer, pack: Pack, source: str, module: Module |
         ranks.setdefault(t.param_id, t.array.ndim)
         src.insert_tensor(t.name, t.array)
     params = {} if module is None else {p.id: p for _, p in module.params()}
-    records = {}
-    for pid, rank in ranks.items():
-        prefix = str(pid)
+    records, paths = {}, {}
+    for pid, rank in sorted(ranks.items()):
+        prefix, param_id = str(pid), ParamId(pid)
+        path = pack.metadata.get(prefix)
+        kind = _kind_of(groups.resolve(optim, param_id, path)[0], source)
+        key = _kind_key(prefix) if _kind_key(prefix) in pack.metadata else KIND_KEY
+        stored = pack.metadata.get(key)
+        if stored is not None and stored != kind:
+            known = "" if stored in LAYOUTS else "unknown "
+            raise RecordError(
+                f"{source}: {key}: the file holds {known}optimizer kind {stored!r}, the "
+                f"optimizer is {kind!r} (param {prefix})"
+            )
         try:
             value = strict_unflatten(LAYOUTS[kind], prefix, src)
         except StateKeyError as exc:
             raise RecordError(f"{source}: {exc.key}: {exc.problem} ({kind} state)") from None
-        records[ParamId(pid)] = _from_value(kind, value)
+        records[param_id] = _from_value(kind, value)
+        if path is not None:
+            paths[param_id] = path
         _check_arrays(source, prefix, rank, value, params, pid)
     leftover = sorted(src.tensors)
     if leftover:
-        raise RecordError(f"{source}: {leftover[0]}: unexpected tensor for a {kind} state")
-    optim.records = records
+        raise RecordError(f"{source}: {leftover[0]}: unexpected tensor for a {base_kind} state")
+    # The loaded states are this call's own: no copy needed, only burn's routing.
+    optim.records, optim.paths = records, paths
+    groups.loaded(optim)
     return optim
 
 
@@ -324,6 +353,7 @@ _SCHEDULER_SCALARS = {
     lrs.SequentialLrScheduler: {"step": "usize"},
     lrs.ComposedLrScheduler: {},
     lrs.ConstantLr: {},
+    ModuleLrScheduler: {},  # its groups' schedulers are its children
 }
 
 
@@ -334,9 +364,17 @@ def _scheduler_types(scheduler, prefix: str, source: str) -> dict[str, str]:
         name = type(scheduler).__name__
         raise RecordError(f"{source}: {prefix or '<root>'}: scheduler {name!r} has no record")
     out = {join_path(prefix, key): t for key, t in types.items()}
-    for index, child in enumerate(getattr(scheduler, "schedulers", ())):
+    for index, child in enumerate(_children(scheduler)):
         out.update(_scheduler_types(child, join_path(prefix, str(index)), source))
     return out
+
+
+def _children(scheduler) -> list:
+    """The schedulers whose records sit under `"<index>."`: a composed or sequential one's
+    children, a `ModuleLrScheduler`'s group schedulers (the base first)."""
+    if isinstance(scheduler, ModuleLrScheduler):
+        return [child for _, child in scheduler.groups]
+    return list(getattr(scheduler, "schedulers", ()))
 
 
 def scheduler_pack(scheduler) -> Pack:

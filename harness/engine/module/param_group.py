@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from harness.engine.module import Module, ParamId, params_of
+from harness.engine.module.core import Module, ParamId, params_of
 
 __all__ = ["ParamGroup", "ParamGroupError"]
 

@@ -1,23 +1,6 @@
-"""The learning-rate schedulers of burn-optim (reference-engine.md section 7; burn's
-`crates/burn-optim/src/lr_scheduler/*.rs`, read at burn commit
-2c06be351006851d42fdb6df16b976f4a82d9747).
-
-Each config is named as burn's type and takes burn's fields (snake_case, same order as burn's
-`new(...)` plus the defaulted fields as keywords). `build()` (burn's) and `init()` validate and
-raise `ValueError` with burn's message where burn returns `Err(String)`; both return a scheduler
-whose `step()` advances and returns the learning rate to use *now* (burn's `init()` wraps it in
-a `ModuleLrScheduler` for per-group rates: here `harness.engine.module_lr_scheduler`, built
-explicitly with `ModuleLrScheduler(scheduler)`). Schedulers have
-burn's `to_record()` / `load_record(record)` (a dict of burn's state scalars; composed and
-sequential children under `"0."`, `"1."`, ...).
-
-PyTorch divergence (documented, see the `lr_schedulers` case): burn's `step()` is called
-*before* the optimizer step and its **first call returns the initial LR**; PyTorch's
-`scheduler.step()` is called *after* `optimizer.step()` and the LR of step k is read from the
-optimizer (`get_last_lr()` after k-1 calls). The two sequences agree only after that shift.
-
-All arithmetic is float64, in the order burn writes it, so values are bit-identical to burn's.
-"""
+"""burn-optim's schedulers, one section per burn file (`src/lr_scheduler/{linear,cosine,
+exponential,step,noam,composed,sequential}.rs`, read at burn commit
+2c06be351006851d42fdb6df16b976f4a82d9747); the conventions are in the package docstring."""
 
 from __future__ import annotations
 
@@ -27,109 +10,34 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar
 
+from harness.engine.lr_scheduler.base import (
+    FINAL_LR_RANGE,
+    GAMMA_RANGE,
+    I32_MAX,
+    MILESTONE_COUNT,
+    MILESTONE_ORDER,
+    MIN_LR_RANGE,
+    MODEL_SIZE_ZERO,
+    NO_SCHEDULERS,
+    STEP_OVERFLOW,
+    STEP_SIZE_ZERO,
+    USIZE_MAX,
+    WARMUP_ZERO,
+    LrScheduler,
+    _build_child,
+    _check_initial_lr,
+    _check_num_iters,
+    _children_record,
+    _load_children,
+    powi,
+)
+from harness.engine.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
 from harness.engine.module import Config
 
-__all__ = [
-    "ComposedLrScheduler",
-    "ComposedLrSchedulerConfig",
-    "ConstantLr",
-    "CosineAnnealingLrScheduler",
-    "CosineAnnealingLrSchedulerConfig",
-    "ExponentialLrScheduler",
-    "ExponentialLrSchedulerConfig",
-    "LinearLrScheduler",
-    "LinearLrSchedulerConfig",
-    "LrScheduler",
-    "NoamLrScheduler",
-    "NoamLrSchedulerConfig",
-    "SchedulerReduction",
-    "SequentialLrScheduler",
-    "SequentialLrSchedulerConfig",
-    "StepLrScheduler",
-    "StepLrSchedulerConfig",
-]
 
-# burn's error strings, to the letter (burn-optim/src/lr_scheduler/*.rs).
-INITIAL_LR_RANGE = "Initial learning rate must be greater than 0 and at most 1"
-FINAL_LR_RANGE = "Final learning rate must be at least 0 and at most 1"
-NUM_ITERS_ZERO = "Number of iterations must be at least 1"
-MIN_LR_RANGE = (
-    "Minimum learning rate must be at least 0 and at most equal to the initial learning rate"
-)
-GAMMA_RANGE = "Gamma must be greater than 0 and at most 1"
-STEP_SIZE_ZERO = "Step size must be greater than 0"
-WARMUP_ZERO = "Number of steps before exponential decay starts must be greater than 0"
-MODEL_SIZE_ZERO = "Model size must be greater than 0"
-NO_SCHEDULERS = "At least one scheduler is required"
-MILESTONE_COUNT = "The number of milestones must be one less than the number of schedulers"
-MILESTONE_ORDER = "Milestones must be greater than zero and strictly increasing"
-STEP_OVERFLOW = "`.step()` should be called no more than `i32::MAX + 1` times"
-
-USIZE_MAX = 2**64 - 1
-I32_MAX = 2**31 - 1
-
-
-def powi(base, exp: int):
-    """Rust's `powi` as LLVM compiles it (`__powidf2` for f64, `__powisf2` for f32):
-    square-and-multiply in the type of `base` (a Python float or a NumPy float32), so the
-    rounding matches burn's bit for bit (`**` calls libm `pow`, which can differ by an ULP)."""
-    one = base.__class__(1.0)
-    recip = exp < 0
-    n = -exp if recip else exp
-    result = one
-    while True:
-        if n & 1:
-            result *= base
-        n //= 2
-        if n == 0:
-            break
-        base *= base
-    return one / result if recip else result
-
-
-def _check_initial_lr(initial_lr: float) -> None:
-    if initial_lr <= 0.0 or initial_lr > 1.0:
-        raise ValueError(INITIAL_LR_RANGE)
-
-
-def _check_num_iters(num_iters: int) -> None:
-    if num_iters == 0:
-        raise ValueError(NUM_ITERS_ZERO)
-
-
-class LrScheduler:
-    """Base of every scheduler: `step()` advances and returns the LR to use now.
-
-    `_state` maps burn's record keys to the attributes holding them.
-    """
-
-    _state: ClassVar[dict[str, str]] = {}
-
-    def step(self) -> float:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def to_record(self) -> dict:
-        """burn's `to_record()`: the scheduler's state scalars by burn's names."""
-        return {key: getattr(self, attr) for key, attr in self._state.items()}
-
-    def load_record(self, record: dict) -> LrScheduler:
-        """burn's `load_record`: resume from `record` (keys absent from it are kept);
-        returns this scheduler."""
-        for key, attr in self._state.items():
-            if key in record:
-                setattr(self, attr, record[key])
-        return self
-
-
-@dataclass
-class ConstantLr(LrScheduler):
-    """A constant learning rate (burn's `ConstantLr`; a bare float child of a composed or
-    sequential config works the same). No state."""
-
-    lr: float
-
-    def step(self) -> float:
-        return self.lr
+def _init_in_module_lr_scheduler(self) -> ModuleLrScheduler:
+    """burn 0.22's `XConfig::init()`: `build()`, wrapped in a `ModuleLrScheduler`."""
+    return ModuleLrScheduler(self.build())
 
 
 # ---- linear -------------------------------------------------------------------------------
@@ -151,7 +59,7 @@ class LinearLrSchedulerConfig(Config):
         step_size = (self.final_lr - self.initial_lr) / float(self.num_iters)
         return LinearLrScheduler(self.final_lr, step_size, self.num_iters + 1)
 
-    init = build
+    init = _init_in_module_lr_scheduler
 
 
 @dataclass
@@ -197,7 +105,7 @@ class CosineAnnealingLrSchedulerConfig(Config):
         _check_num_iters(self.num_iters)
         return CosineAnnealingLrScheduler(self.min_lr, self.initial_lr, self.num_iters)
 
-    init = build
+    init = _init_in_module_lr_scheduler
 
 
 @dataclass
@@ -235,7 +143,7 @@ class ExponentialLrSchedulerConfig(Config):
             raise ValueError(GAMMA_RANGE)
         return ExponentialLrScheduler(self.initial_lr / self.gamma, self.gamma)
 
-    init = build
+    init = _init_in_module_lr_scheduler
 
 
 @dataclass
@@ -268,7 +176,7 @@ class StepLrSchedulerConfig(Config):
             raise ValueError(STEP_SIZE_ZERO)
         return StepLrScheduler(self.initial_lr, self.step_size, self.gamma)
 
-    init = build
+    init = _init_in_module_lr_scheduler
 
 
 @dataclass
@@ -308,7 +216,7 @@ class NoamLrSchedulerConfig(Config):
             raise ValueError(MODEL_SIZE_ZERO)
         return NoamLrScheduler(float(self.warmup_steps), float(self.model_size), self.factor)
 
-    init = build
+    init = _init_in_module_lr_scheduler
 
 
 @dataclass
@@ -339,35 +247,6 @@ class SchedulerReduction(Enum):
     Prod = "prod"
 
 
-def _build_child(owner: str, index: int, config) -> LrScheduler:
-    """burn's `LrSchedulerConfig::build`: a float is a constant LR, a config is built."""
-    if isinstance(config, (int, float)) and not isinstance(config, bool):
-        return ConstantLr(float(config))
-    build = getattr(config, "build", None)
-    if build is None:
-        raise TypeError(
-            f"{owner}: scheduler {index} is a {type(config).__name__}, expected a float "
-            "(a constant LR) or a scheduler config"
-        )
-    return build()
-
-
-def _children_record(schedulers: list[LrScheduler]) -> dict:
-    """burn's `with_record(index, child)`: each child's keys under `"<index>."`."""
-    return {
-        f"{index}.{key}": value
-        for index, child in enumerate(schedulers)
-        for key, value in child.to_record().items()
-    }
-
-
-def _load_children(schedulers: list[LrScheduler], record: dict) -> None:
-    """burn's `record(index)`: each child reads the keys under its prefix."""
-    for index, child in enumerate(schedulers):
-        prefix = f"{index}."
-        child.load_record({k[len(prefix) :]: v for k, v in record.items() if k.startswith(prefix)})
-
-
 @dataclass(frozen=True)
 class ComposedLrSchedulerConfig(Config):
     """Combines children (product by default); every child is stepped at every call.
@@ -393,7 +272,7 @@ class ComposedLrSchedulerConfig(Config):
         ]
         return ComposedLrScheduler(children, self.reduction)
 
-    init = build
+    init = _init_in_module_lr_scheduler
 
 
 @dataclass
@@ -457,7 +336,7 @@ class SequentialLrSchedulerConfig(Config):
         ]
         return SequentialLrScheduler(children, milestones)
 
-    init = build
+    init = _init_in_module_lr_scheduler
 
 
 @dataclass

@@ -10,10 +10,9 @@ param wins (the base matches every param, so a param in no added group gets the 
 Each scheduler keeps burn's convention that its first `step()` returns its initial rate
 (`harness.engine.lr_scheduler`).
 
-The engine's scheduler configs' `init()` return the bare scheduler, as before this module
-existed (burn 0.22's `init()` returns it wrapped in a `ModuleLrScheduler`): wrap one with
-`ModuleLrScheduler(scheduler)`; a float is a constant rate, as burn's `LearningRate` is a
-scheduler.
+Every scheduler config's `init()` returns its scheduler wrapped in a `ModuleLrScheduler`, as
+burn 0.22's do (`build()` returns the bare one); `ModuleLrScheduler(scheduler)` wraps any
+scheduler, and a float is a constant rate, as burn's `LearningRate` is a scheduler.
 
 PyTorch differences (the `param_groups` case):
 - PyTorch's schedulers are per optimizer: `LambdaLR(optim, [f0, f1])` scales each group's
@@ -30,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.engine.lr_scheduler import (
+from harness.engine.lr_scheduler.base import (
     ConstantLr,
     LrScheduler,
     _build_child,
@@ -38,7 +37,7 @@ from harness.engine.lr_scheduler import (
     _load_children,
 )
 from harness.engine.module import Config
-from harness.engine.optim.param_group import ParamGroup
+from harness.engine.module.param_group import ParamGroup
 
 __all__ = ["ModuleLearningRate", "ModuleLrScheduler", "ModuleLrSchedulerConfig"]
 
