@@ -186,10 +186,12 @@ def _log_sum_exp(a: Tensor, b: Tensor) -> Tensor:
     replaced by 0, then `b` where `a` is -inf and `a` where `b` is -inf (so -inf inputs give no
     NaN, in the value or the gradient).
 
-    Against `torch.logaddexp` (the `losses` case's reference): `exp(.).add_scalar(1).log()`
-    rather than `log1p` rounds differently in float32; and at an exact tie `a == b` the
-    gradient is not the derivative (1/2 to each): `max_pair` sends all of it to `a` and
-    `abs`'s subgradient at 0 is 0, so `a` gets 1 and `b` 0 (burn's own op rules).
+    PyTorch difference (`torch.logaddexp`, the `losses` case's reference): at an exact tie
+    `a == b` the gradient is not the derivative (1/2 to each): `max_pair` sends all of it to
+    `a` and `abs`'s subgradient at 0 is 0, so `a` gets 1 and `b` 0 (burn's own op rules). In
+    the lattice a tie of the two paths into a point (equally likely alignments) puts the whole
+    gradient on the path through the blank step. `exp(.).add_scalar(1).log()` instead of
+    `log1p` could round differently; on the case's inputs the losses are bit-identical.
     """
     a_inf, b_inf = a.equal_elem(_NEG_INF), b.equal_elem(_NEG_INF)
     a_safe, b_safe = a.mask_fill(a_inf, 0.0), b.mask_fill(b_inf, 0.0)
