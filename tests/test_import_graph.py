@@ -125,6 +125,14 @@ ONLY_FROM = {
         "harness.mismatches",
         "harness.tolerances",
     ),
+    # The RNN-T primitives sit with the other primitives, below the Tensor and the losses.
+    "harness.engine.ops.lattice": ("harness.engine.ops", "harness.engine.errors"),
+    # The RNN-T loss is a composite of Tensor ops, like every loss (no kernel of its own).
+    "harness.engine.loss.rnnt": (
+        "harness.engine.loss.reduction",
+        "harness.engine.module",
+        "harness.engine.tensor",
+    ),
 }
 # Modules that must not import these (the runner below the session, neither of them the CLI).
 NEVER = {
