@@ -1,4 +1,4 @@
-"""Every loss of burn 0.22's ``burn-nn`` (but RNN-T) against its PyTorch counterpart:
+"""Every loss of burn 0.22's ``burn-nn`` against its PyTorch counterpart:
 the loss and its gradient w.r.t. each float input. (Cross-entropy, MSE and binary
 cross-entropy on probabilities are in ``cross_entropy_variants``.)
 
@@ -7,7 +7,9 @@ for p = 1, 2, 0.5 and 3 (against ``l1_loss``, ``mse_loss`` and ``abs().pow(p)``;
 error with p = 0.5 both gradients are NaN), KL divergence with ``BatchMean`` / ``log_target``,
 Poisson NLL (log input, probabilities, Stirling term), Gaussian NLL, hinge embedding for
 targets in {-1, 1}, margin ranking off the margin, soft margin, multi-margin (p = 1, 2),
-cosine embedding, CTC (the losses, and the gradients through ``log_softmax``), and binary
+cosine embedding, CTC (the losses, and the gradients through ``log_softmax``), RNN-T (against
+a log-space alpha recursion written in torch ops with ``torch.logaddexp``: PyTorch has no RNN-T
+loss; per sample, mean and sum on logits, and on log-probabilities), and binary
 cross-entropy on confident logits (flex's log-sigmoid gives ``exp(-20)``, not 0, checked to a
 relative 1e-5).
 
@@ -29,6 +31,9 @@ Differ, each documented by the engine class named in its check:
 - CTC: w.r.t. ``log_probs`` PyTorch's kernel returns ``exp(log_probs) * g`` more than the
   derivative (a term ``log_softmax``'s backward cancels; through it both agree), and the
   ``Mean`` reduction divides by a zero target length (PyTorch clamps it at 1);
+- RNN-T at an exact tie of two alignments (burn's uniform ``single_token_uniform_probs``
+  input): ``logaddexp`` splits the gradient over both paths, burn's ``log_sum_exp`` (through
+  ``max_pair`` and ``abs``) sends it all to the path through the blank step; the losses agree;
 - burn rejects at ``init()`` what PyTorch accepts: smooth L1 with beta 0, Poisson eps 0,
   margin ranking and multi-margin with a negative margin; Poisson NLL rejects negative targets
   at ``forward``.
@@ -69,6 +74,7 @@ from harness.engine import (
     MultiMarginLossConfig,
     PoissonNllLossConfig,
     Reduction,
+    RNNTLossConfig,
     SmoothL1LossConfig,
     SoftMarginLoss,
     Tensor,
@@ -124,6 +130,17 @@ CTC_TARGETS = np.array([[1, 2, 2], [3, 1, 0]], dtype=np.int64)
 CTC_INPUT_LENGTHS = np.array([6, 5], dtype=np.int64)
 CTC_TARGET_LENGTHS = np.array([3, 2], dtype=np.int64)
 CTC_EMPTY_TARGET_LENGTHS = np.array([3, 0], dtype=np.int64)
+_R = np.arange(2 * 4 * 3 * 4).reshape(2, 4, 3, 4)
+RNNT_LOGITS = np.sin(0.23 * _R + 0.3 * np.cos(1.7 * _R)).astype(np.float32)  # [B, T, U+1, V]
+RNNT_LOG_PROBS = (
+    RNNT_LOGITS - np.log(np.exp(RNNT_LOGITS.astype(np.float64)).sum(axis=3, keepdims=True))
+).astype(np.float32)
+RNNT_TARGETS = np.array([[1, 2], [3, 0]], dtype=np.int64)  # sample 1 uses one label
+RNNT_LOGIT_LENGTHS = np.array([4, 3], dtype=np.int64)
+RNNT_TARGET_LENGTHS = np.array([2, 1], dtype=np.int64)
+# burn's `single_token_uniform_probs` input: [1, 2, 2, 2] log-probs of 1/2, target [1]. Its two
+# alignments are equally likely: at (t, u) = (1, 1) the two paths in tie exactly.
+RNNT_TIE_LOG_PROBS = np.full((1, 2, 2, 2), math.log(0.5), dtype=np.float32)
 BCE_CONFIDENT = np.array([[20.0, -20.0, 16.0], [-18.0, 25.0, -30.0]], dtype=np.float32)
 BCE_CONFIDENT_TARGETS = (BCE_CONFIDENT > 0).astype(np.int64)
 
@@ -226,6 +243,7 @@ def torch_side():
         "triplet": _torch_triplet(),
         "cosine": _torch_cosine(),
         "ctc": _torch_ctc(),
+        "rnnt": _torch_rnnt_cases(),
         "bce": {
             "confident_logits": _torch(
                 lambda logits, targets: F.binary_cross_entropy_with_logits(logits, targets.float()),
@@ -233,6 +251,55 @@ def torch_side():
                 ("logits",),
             )
         },
+    }
+
+
+def _torch_rnnt(log_probs, blank=0, lengths=None):
+    """The RNN-T loss of each sample (PyTorch has none built in; torchaudio is not a
+    dependency): Graves' alpha recursion in log space, written here in torch ops under
+    autograd, `alpha(t, u) = logaddexp(alpha(t-1, u) + blank(t-1, u), alpha(t, u-1) +
+    label(t, u-1))`, loss `-(alpha(T-1, U) + blank(T-1, U))`."""
+    losses = []
+    logit_lengths, target_lengths = lengths or (RNNT_LOGIT_LENGTHS, RNNT_TARGET_LENGTHS)
+    for b, (t_len, u_len) in enumerate(zip(logit_lengths, target_lengths, strict=True)):
+        lp, y = log_probs[b], RNNT_TARGETS[b]
+        alpha = {}
+        for t in range(t_len):
+            for u in range(u_len + 1):
+                paths = []
+                if t > 0:
+                    paths.append(alpha[t - 1, u] + lp[t - 1, u, blank])
+                if u > 0:
+                    paths.append(alpha[t, u - 1] + lp[t, u - 1, y[u - 1]])
+                alpha[t, u] = (
+                    lp.new_zeros(())
+                    if not paths
+                    else paths[0]
+                    if len(paths) == 1
+                    else torch.logaddexp(*paths)
+                )
+        losses.append(-(alpha[t_len - 1, u_len] + lp[t_len - 1, u_len, blank]))
+    return torch.stack(losses)
+
+
+def _torch_rnnt_cases():
+    def from_logits(reduce):
+        return lambda logits: reduce(_torch_rnnt(torch.log_softmax(logits, 3)))
+
+    def same(x):
+        return x
+
+    logits = {"logits": RNNT_LOGITS}
+    return {
+        "none": _torch(from_logits(same), logits, ("logits",)),
+        "mean": _torch(from_logits(torch.mean), logits, ("logits",)),
+        "sum": _torch(from_logits(torch.sum), logits, ("logits",)),
+        "log_probs": _torch(_torch_rnnt, {"log_probs": RNNT_LOG_PROBS}, ("log_probs",)),
+        "tie": _torch(
+            lambda log_probs: _torch_rnnt(log_probs, lengths=([2], [1])),
+            {"log_probs": RNNT_TIE_LOG_PROBS},
+            ("log_probs",),
+        ),
     }
 
 
@@ -458,6 +525,7 @@ def engine_side():
             )
         },
         "ctc": _engine_ctc(),
+        "rnnt": _engine_rnnt(),
         "cross_entropy": {
             "empty_pad_tokens": capture(
                 lambda: (
@@ -493,6 +561,34 @@ def _engine_ctc():
             {"log_probs": LOG_PROBS},
             tracked,
             nan_expected=True,
+        ),
+    }
+
+
+def _engine_rnnt():
+    args = (_e(RNNT_TARGETS), _e(RNNT_LOGIT_LENGTHS), _e(RNNT_TARGET_LENGTHS))
+    fused = RNNTLossConfig().init()
+
+    def reduced(reduction):
+        return lambda logits: fused.forward_with_reduction(logits, *args, reduction)
+
+    logits = {"logits": RNNT_LOGITS}
+    on_log_probs = RNNTLossConfig(logits=False).init()
+    return {
+        "none": _engine(lambda logits: fused.forward(logits, *args), logits, ("logits",)),
+        "mean": _engine(reduced(Reduction.Mean), logits, ("logits",)),
+        "sum": _engine(reduced(Reduction.Sum), logits, ("logits",)),
+        "log_probs": _engine(
+            lambda log_probs: on_log_probs.forward(log_probs, *args),
+            {"log_probs": RNNT_LOG_PROBS},
+            ("log_probs",),
+        ),
+        "tie": _engine(
+            lambda log_probs: on_log_probs.forward(
+                log_probs, _e(RNNT_TARGETS[:1, :1]), _e(np.array([2])), _e(np.array([1]))
+            ),
+            {"log_probs": RNNT_TIE_LOG_PROBS},
+            ("log_probs",),
         ),
     }
 
@@ -763,6 +859,23 @@ def _ctc_softmax_term(g_per_sample):
     return holds
 
 
+def _rnnt_tie_paths(torch_value, engine):
+    """At the tie (1, 1) of burn's uniform lattice PyTorch's `logaddexp` splits the gradient
+    1/2 : 1/2 over the two alignments (the posterior); burn's `log_sum_exp` sends all of it to
+    its first operand, the blank step from (0, 1): the engine's gradient is minus the one path
+    label at t = 0, blank at (0, 1), final blank at (1, 1). Indices [b, t, u, v], blank 0."""
+    early = np.zeros(RNNT_TIE_LOG_PROBS.shape)
+    for at in ((0, 0, 0, 1), (0, 0, 1, 0), (0, 1, 1, 0)):
+        early[at] = -1.0
+    late = np.zeros(RNNT_TIE_LOG_PROBS.shape)
+    for at in ((0, 0, 0, 0), (0, 1, 0, 1), (0, 1, 1, 0)):
+        late[at] = -1.0
+    return bool(
+        np.array_equal(np.asarray(engine, np.float64), early)
+        and np.array_equal(np.asarray(torch_value, np.float64), (early + late) / 2)
+    )
+
+
 def _inf_or_nan_vs_finite(engine, torch_value):
     engine = np.asarray(engine)
     return bool(np.isfinite(torch_value).all() and not np.isfinite(engine).all())
@@ -877,6 +990,18 @@ CHECKS = [
         "ctc.empty_target_mean.*",
         "CTCLoss",
         predicate("engine divides by a target length of 0, torch by 1", _inf_or_nan_vs_finite),
+    ),
+    agree("rnnt.none.*"),
+    agree("rnnt.mean.*"),
+    agree("rnnt.sum.*"),
+    agree("rnnt.log_probs.*"),
+    agree("rnnt.tie.loss"),
+    differ(
+        "rnnt.tie.grad.log_probs",
+        because="harness.engine.loss.rnnt._log_sum_exp",
+        relation=predicate(
+            "torch: half on each of the two tied paths; engine: all on the first", _rnnt_tie_paths
+        ),
     ),
     agree("bce.confident_logits.loss", tol=_RELATIVE),
     differ(

@@ -134,6 +134,14 @@ ONLY_FROM = {
         "harness.mismatches",
         "harness.tolerances",
     ),
+    # The RNN-T primitives sit with the other primitives, below the Tensor and the losses.
+    "harness.engine.ops.lattice": ("harness.engine.ops", "harness.engine.errors"),
+    # The RNN-T loss is a composite of Tensor ops, like every loss (no kernel of its own).
+    "harness.engine.loss.rnnt": (
+        "harness.engine.loss.reduction",
+        "harness.engine.module",
+        "harness.engine.tensor",
+    ),
 }
 # Single modules allowed one more import than their prefix's rule: the engine's burnpack writer
 # saves through the harness's one atomic writer (temp file, fsync, os.replace) rather than a

@@ -175,6 +175,28 @@ def compare_method(op: Primitive):
     return _named(method, op)
 
 
+def param_binary_method(op: Primitive):
+    """`t.<op>(param, other)`: a two-tensor op whose one parameter comes before the other
+    tensor, in burn's argument order (`slice_assign(ranges, values)`)."""
+    forward = op.forward
+
+    def method(self, param, other):
+        return binary_result(self, other, op, lambda x, y: forward(x, y, param))
+
+    return _named(method, op)
+
+
+def indexed_method(op: Primitive):
+    """`t.<op>(indices)`: a one-tensor op taking an int tensor of indices (`gather_nd`)."""
+    forward = op.forward
+
+    def method(self, indices):
+        out, saved = forward(self._data, indices._data)
+        return unary_result(self, op, out, saved)
+
+    return _named(method, op)
+
+
 def _compiled(op: Primitive, body: str):
     """`def <op>(self, <the forward's parameters>): <body>`, built from source as dataclasses
     builds `__init__`: the method has the forward's own parameters (keywords, defaults, errors

@@ -35,12 +35,14 @@ from .methods import (
     binary_method,
     binary_result,
     compare_method,
+    indexed_method,
+    param_binary_method,
     unary_method,
     unary_result,
     untracked_method,
     variadic_result,
 )
-from .ops import conversions, elementwise, indexing, linalg, nn, reductions, unary
+from .ops import conversions, elementwise, indexing, lattice, linalg, nn, reductions, unary
 from .ops import shape as shape_ops
 from .ops.arrays import FLOAT_DTYPES, bool_mask, float_dtype, fmt, norm_dim
 
@@ -274,6 +276,10 @@ class Tensor(AutodiffMethods):
     zeros_like = untracked_method(conversions.ZEROS_LIKE)
     ones_like = untracked_method(conversions.ONES_LIKE)
     full_like = untracked_method(conversions.FULL_LIKE)
+    cumsum = unary_method(lattice.CUMSUM)
+    slice_assign = param_binary_method(lattice.SLICE_ASSIGN)
+    gather_nd = indexed_method(lattice.GATHER_ND)
+    max_pair = binary_method(lattice.MAX_PAIR)
 
     def cast(self, dtype) -> Tensor:
         """Convert a float tensor to another float dtype, tracked: the gradient is cast back

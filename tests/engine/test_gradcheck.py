@@ -33,6 +33,7 @@ POS = (0.5, 2.0)
 ANY = (-2.0, 2.0)
 
 GATHER_INDEX = np.array([[0, 0], [1, 0], [1, 1]])
+GATHER_ND_INDEX = np.array([[0, 1], [2, 0], [0, 1]])  # a repeated point: its gradients add
 MASK = np.array([[True, False], [False, False], [True, True]])
 
 
@@ -155,6 +156,34 @@ OPS = [
         lambda a, b: torch.where(torch.from_numpy(MASK), b, a),
         (((3, 2), (3, 2)), ((3, 2), (1, 2))),
     ),
+    # The RNN-T loss's primitives (harness.engine.ops.lattice).
+    Op("cumsum", lambda a: a.cumsum(1), lambda a: torch.cumsum(a, 1), (*MATRIX, ((2, 3, 2),))),
+    Op("cumsum0", lambda a: a.cumsum(0), lambda a: torch.cumsum(a, 0), MATRIX),
+    Op(
+        "slice_assign",
+        lambda a, b: a.slice_assign([(1, 2)], b),
+        lambda a, b: torch.slice_scatter(a, b, 0, 1, 2),
+        (((3, 2), (1, 2)),),
+    ),
+    Op(
+        "slice_assign_dim1",
+        lambda a, b: a.slice_assign([None, (0, 2)], b),
+        lambda a, b: torch.slice_scatter(a, b, 1, 0, 2),
+        (((3, 4), (3, 2)),),
+    ),
+    Op(
+        "gather_nd",
+        lambda a: a.gather_nd(_const(GATHER_ND_INDEX, a)),
+        lambda a: a[tuple(torch.from_numpy(GATHER_ND_INDEX).unbind(-1))],
+        MATRIX,
+    ),
+    Op(
+        "gather_nd_rows",
+        lambda a: a.gather_nd(_const(GATHER_ND_INDEX[:, :1], a)),
+        lambda a: a[torch.from_numpy(GATHER_ND_INDEX[:, 0])],
+        MATRIX,
+    ),
+    Op("max_pair", lambda a, b: a.max_pair(b), torch.maximum, BINARY),
     Op(
         "linear_layer",
         lambda x, w, b: (x.matmul(w) + b).relu().log_softmax(1),
@@ -312,3 +341,39 @@ def test_div_scalar_backward_uses_the_f32_reciprocal_like_burn():
     inverse = float(np.float32(1.0) / np.float32(1.3))
     assert x.grad(grads).tolist() == [inverse, inverse]
     assert inverse != 1 / 1.3
+
+
+def test_max_pair_ties_send_the_whole_gradient_to_self():
+    # burn's max_pair is self.mask_where(self.lower(other), other) (orderable.rs, commit
+    # 2c06be351006851d42fdb6df16b976f4a82d9747): at a tie the mask is false, so self gets all
+    # of mask_where's gradient; torch.maximum gives half to each.
+    a = Tensor.from_floats([1.0, 2.0, 3.0], AD).require_grad()
+    b = Tensor.from_floats([1.0, 5.0, 0.0], AD).require_grad()
+    grads = a.max_pair(b).sum().backward()
+    assert a.grad(grads).tolist() == [1.0, 0.0, 1.0]
+    assert b.grad(grads).tolist() == [0.0, 1.0, 0.0]
+
+
+def test_max_pair_with_nan_keeps_self_as_burns_comparison_does():
+    nan = float("nan")
+    a = Tensor.from_floats([nan, 1.0], AD).require_grad()
+    b = Tensor.from_floats([1.0, nan], AD).require_grad()
+    out = a.max_pair(b)
+    assert np.isnan(out.numpy()[0]) and out.numpy()[1] == 1.0  # torch.maximum: NaN, NaN
+    grads = out.sum().backward()
+    assert a.grad(grads).tolist() == [1.0, 1.0]
+    assert b.grad(grads).tolist() == [0.0, 0.0]
+
+
+def test_slice_assign_refuses_a_value_of_another_shape():
+    a = Tensor.zeros((3, 2), AD)
+    with pytest.raises(Exception, match=r"slice_assign: the value's shape \[1, 1\]"):
+        a.slice_assign([(0, 1)], Tensor.zeros((1, 1), AD))
+
+
+def test_gather_nd_checks_its_indices_like_burn():
+    a = Tensor.zeros((3, 2), AD)
+    with pytest.raises(Exception, match=r"K=3\) must be <= data rank \(D=2\)"):
+        a.gather_nd(Tensor.from_ints([[0, 0, 0]], AD))
+    with pytest.raises(IndexError, match="gather_nd: index -1 out of bounds"):
+        a.gather_nd(Tensor.from_ints([[-1, 0]], AD))

@@ -1,5 +1,5 @@
-"""Losses (reference-engine.md section 4): every loss of burn 0.22's `crates/burn-nn/src/loss/`
-but RNN-T, one module per family.
+"""Losses (reference-engine.md section 4): every loss of burn 0.22's `crates/burn-nn/src/loss/`,
+one module per family.
 
 Every loss is a composite of the core's primitive ops, in burn's op order, so its gradient comes
 from the core's backward table and its rounding follows burn's formula. Reduced losses return
@@ -53,6 +53,7 @@ from harness.engine.loss.regression import (
     SmoothL1Loss,
     SmoothL1LossConfig,
 )
+from harness.engine.loss.rnnt import RNNTLoss, RNNTLossConfig
 
 __all__ = [
     "BinaryCrossEntropyLoss",
@@ -82,6 +83,8 @@ __all__ = [
     "MultiMarginLossConfig",
     "PoissonNllLoss",
     "PoissonNllLossConfig",
+    "RNNTLoss",
+    "RNNTLossConfig",
     "Reduction",
     "SmoothL1Loss",
     "SmoothL1LossConfig",
