@@ -3,7 +3,6 @@ single bounds pass, ..."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from harness.engine import Device, Tensor

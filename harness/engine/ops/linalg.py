@@ -134,11 +134,22 @@ def linear(x: Array, weight: Array, bias: Array, /) -> tuple[Array, SavedLinear]
         raise broadcast_error("matmul", x, weight) from None
     if bias.dtype is not product.dtype and bias.dtype != product.dtype:
         raise dtype_error("add", product, bias)
+    shape = product.shape
     try:
-        out = product + bias
+        out = _add_bias(product, bias)
     except ValueError:
         raise broadcast_error("add", product, bias) from None
-    return out, SavedLinear(x, weight, product.shape, bias.shape)
+    return out, SavedLinear(x, weight, shape, bias.shape)
+
+
+def _add_bias(product: Array, bias: Array) -> Array:
+    """`product + bias`, into `product` itself unless the bias broadcasts it to a larger shape:
+    the product is a fresh array no one else holds, and the same ufunc on the same operands
+    gives the same bits with one allocation fewer (a large one for a wide layer)."""
+    try:
+        return np.add(product, bias, out=product)
+    except ValueError:  # the output would be larger than the product (or no broadcast at all)
+        return product + bias
 
 
 def linear_backward(s: SavedLinear, g: Array, tracked: Tracked) -> tuple[Grad, Grad, Grad]:
