@@ -1,5 +1,6 @@
-"""The training step's fast paths give what the general code gives: the errors of gather's
-single bounds pass, ..."""
+"""The training step's fast paths give what the general code gives: gather tests only for
+negative indices before indexing (NumPy raises past the end), and still names flex's
+out-of-bounds index before any other indexing error (the texts of check_indices)."""
 
 from __future__ import annotations
 
