@@ -112,6 +112,33 @@ def binary_result(a, b, op: Primitive, forward: Callable):
     return tracked_output(a.__class__, out, parents, order, op, saved)
 
 
+def ternary_result(a, b, c, op: Primitive, out, saved):
+    """The output of a three-input op (linear's x, weight, bias), as `binary_result`'s: tracked
+    when any input is, a device mismatch named after `op`."""
+    na = a._node
+    nb = b._node
+    nc = c._node
+    if na is None or nb is None or nc is None:
+        if not (na is None and nb is None and nc is None):
+            raise DeviceMismatchError(
+                f"{op.name}: tensors on different devices: "
+                f"{a.device!r}, {b.device!r} and {c.device!r}"
+            )
+        return a.__class__(out, _PLAIN, None)
+    parents = (
+        None if na.requirement is NONE else na,
+        None if nb.requirement is NONE else nb,
+        None if nc.requirement is NONE else nc,
+    )
+    order = -1  # the deepest tracked parent's (an untracked input's order does not count)
+    for node in parents:
+        if node is not None and node.order > order:
+            order = node.order
+    if order < 0:
+        return a.__class__(out, _AUTODIFF, untracked_output())
+    return tracked_output(a.__class__, out, parents, order + 1, op, saved)
+
+
 def variadic_result(tensors: Sequence, op: Primitive, out, saved):
     """The output of an op on any number of tensors (cat)."""
     nodes = [t._node for t in tensors]

@@ -1,13 +1,13 @@
 """burn's `burn::tensor::module` functions (crates/burn-tensor/src/tensor/module.rs, burn commit
-2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `conv1d`, `conv2d`,
+2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`,
 `conv_transpose2d` (with `ConvOptions` / `ConvTransposeOptions`), `max_pool1d/2d`,
 `avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `embedding`, and the constant `pad` of burn's
 `Tensor::pad`.
 
-Each op is one primitive registered in harness.engine.ops (conv.py, pool.py: forward, rule
-and op-matrix facts) over the NumPy kernels of harness.engine.kernels (whose docstrings list
-the op-level differences from PyTorch); `pad` is a composite (`cat` with constant
-blocks), as burn's `pad` builds it from tensor ops.
+Each op is one primitive registered in harness.engine.ops (linalg.py, conv.py, pool.py:
+forward, rule and op-matrix facts), the convolutions and pools over the NumPy kernels of
+harness.engine.kernels (whose docstrings list the op-level differences from PyTorch); `pad`
+is a composite (`cat` with constant blocks), as burn's `pad` builds it from tensor ops.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.engine.autodiff import NONE
-from harness.engine.methods import unary_result, variadic_result
-from harness.engine.ops import conv, pool
+from harness.engine.methods import ternary_result, unary_result, variadic_result
+from harness.engine.ops import conv, linalg, pool
 from harness.engine.tensor import Tensor
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "conv2d",
     "conv_transpose2d",
     "embedding",
+    "linear",
     "max_pool1d",
     "max_pool2d",
     "pad",
@@ -51,6 +52,16 @@ def _conv(op, x: Tensor, weight: Tensor, bias: Tensor | None, **params) -> Tenso
 def _unary(op, x: Tensor, **params) -> Tensor:
     out, saved = op.forward(x._data, **params)
     return unary_result(x, op, out, saved)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """`x @ weight (+ bias)`, weight `[d_in, d_out]`: one graph node with a bias (burn's
+    `LinearWithBias`, harness.engine.ops.linalg.linear), the matmul alone without."""
+    if bias is None:
+        return x.matmul(weight)
+    op = linalg.LINEAR
+    out, saved = op.forward(x._data, weight._data, bias._data)
+    return ternary_result(x, weight, bias, op, out, saved)
 
 
 @dataclass(frozen=True)

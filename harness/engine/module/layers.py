@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from harness.engine.module.core import Config, Module, Param, rust_float, value_rng
+from harness.engine.module_ops import linear
 from harness.engine.tensor import Tensor
 
 __all__ = [
@@ -62,9 +63,9 @@ class Linear(Module):
         self.bias = bias
 
     def forward(self, x: Tensor) -> Tensor:
-        out = x.matmul(self.weight._value)
+        # burn's `linear(input, weight, bias)`: with a bias, one graph node (module_ops.linear).
         bias = self.bias
-        return out if bias is None else out.add(bias._value)
+        return linear(x, self.weight._value, None if bias is None else bias._value)
 
 
 # ---- Relu / Dropout -----------------------------------------------------------------------

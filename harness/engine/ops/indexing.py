@@ -56,12 +56,17 @@ def gather(x: Array, /, dim: int, indices: Array) -> tuple[Array, Gathered]:
             f"gather: indices shape {fmt(indices.shape)} and tensor shape {fmt(x.shape)} "
             "differ in rank"
         )
-    check_indices("gather", indices, x.shape[d])
+    # NumPy raises IndexError past the end but wraps a negative index, so only the negative
+    # ones need a pass of their own before indexing: one reduction where check_indices makes
+    # two (each ~0.8 us on a loss-sized array). The errors are check_indices' either way.
+    if indices.size and np.minimum.reduce(indices, axis=None) < 0:
+        check_indices("gather", indices, x.shape[d])
     index = along_axis_index(indices, d)
     try:
         out = x[index]
-    except IndexError as exc:  # another dim of indices is longer than the tensor's
-        raise IndexError(f"gather: {exc}") from None
+    except IndexError as exc:
+        check_indices("gather", indices, x.shape[d])  # an index past the end of `dim`
+        raise IndexError(f"gather: {exc}") from None  # another dim of indices is longer
     return out, Gathered(x.shape, index)
 
 

@@ -1,14 +1,17 @@
-"""Matrix product over the last two dims, with broadcast batch dims."""
+"""Matrix product over the last two dims, with broadcast batch dims, and burn's fused `linear`
+(`x @ weight + bias` as one graph node)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ShapeError
-from .arrays import fmt, unbroadcast
+from .arrays import broadcast_error, dtype_error, fmt, unbroadcast
 from .base import Array, Grad, Tracked, differentiable
 from .elementwise import Operands
-from .facts import AB, Abs, Check, FuzzBinary, menu, products
+from .facts import AB, Abs, Check, FuzzBinary, Input, menu, products
 
 
 def blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -36,25 +39,32 @@ def blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def matmul(a: Array, b: Array, /) -> tuple[Array, Operands]:
     """Matrix product over the last two dims; leading (batch) dims broadcast."""
+    _check_product(a, b)
+    return blas_matmul(a, b), Operands(a, b)
+
+
+def _check_product(a: Array, b: Array) -> None:
     if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
         raise ShapeError(
             f"matmul: shapes {fmt(a.shape)} and {fmt(b.shape)} are incompatible "
             "(need rank >= 2 and lhs.shape[-1] == rhs.shape[-2])"
         )
-    return blas_matmul(a, b), Operands(a, b)
 
 
 def matmul_backward(s: Operands, g: Array, tracked: Tracked) -> tuple[Grad, Grad]:
-    a = s.a
-    b = s.b
     pa, pb = tracked
+    return _product_grads(s.a, s.b, g, pa is not None, pb is not None)
+
+
+def _product_grads(a: Array, b: Array, g: Array, need_a: bool, need_b: bool):
+    """The gradients of `a @ b` given `g`, each only when needed (matmul's and linear's)."""
     # swapaxes is a view: BLAS reads the transposed strides, no copy is materialized.
     ga = gb = None
-    if pa is not None:
+    if need_a:
         ga = blas_matmul(g, b.swapaxes(-1, -2))
         if ga.shape != a.shape:  # batch dims were broadcast
             ga = unbroadcast(ga, a.shape)
-    if pb is not None:
+    if need_b:
         gb = blas_matmul(a.swapaxes(-1, -2), g)
         if gb.shape != b.shape:
             gb = unbroadcast(gb, b.shape)
@@ -87,6 +97,86 @@ MATMUL = differentiable(
                 ("empty", [(0, 3), (3, 4)]),
             ),
             fuzz=FuzzBinary(_matmul_interval),
+        ),
+    ),
+)
+
+
+# ---- linear: matmul and bias in one node ----------------------------------------------------
+
+
+@dataclass(slots=True)
+class SavedLinear:
+    x: Array
+    weight: Array
+    product: tuple[int, ...]  # the shape of x @ weight, before the bias broadcast
+    bias: tuple[int, ...]  # the bias's shape
+
+
+def linear(x: Array, weight: Array, bias: Array, /) -> tuple[Array, SavedLinear]:
+    """burn's `linear(x, weight, Some(bias))`: `x @ weight + bias`, weight `[d_in, d_out]`.
+
+    burn's autodiff registers it as one node (`LinearWithBias`, `linear` in crates/
+    burn-autodiff/src/ops/module.rs, burn commit 2c06be351006851d42fdb6df16b976f4a82d9747);
+    flex runs the default forward, a matmul then an add (crates/burn-backend/src/backend/ops/
+    modules/linear.rs). The values, gradients and error texts are exactly those of `matmul`
+    then `add` here (the same calls), with one graph node instead of two. For inputs of rank
+    > 2 burn folds the leading dims into one gemm; the engine's broadcast matmul may round
+    the weight gradient's sum over them differently (as `x.matmul(w)` already did).
+    """
+    # The checks and error texts of Tensor.matmul then Tensor.add (methods.binary_result).
+    if x.dtype is not weight.dtype and x.dtype != weight.dtype:
+        raise dtype_error("matmul", x, weight)
+    _check_product(x, weight)
+    try:
+        product = blas_matmul(x, weight)
+    except ValueError:  # batch dims that do not broadcast
+        raise broadcast_error("matmul", x, weight) from None
+    if bias.dtype is not product.dtype and bias.dtype != product.dtype:
+        raise dtype_error("add", product, bias)
+    shape = product.shape
+    try:
+        out = _add_bias(product, bias)
+    except ValueError:
+        raise broadcast_error("add", product, bias) from None
+    return out, SavedLinear(x, weight, shape, bias.shape)
+
+
+def _add_bias(product: Array, bias: Array) -> Array:
+    """`product + bias`, into `product` itself unless the bias broadcasts it to a larger shape:
+    the product is a fresh array no one else holds, and the same ufunc on the same operands
+    gives the same bits with one allocation fewer (a large one for a wide layer)."""
+    try:
+        return np.add(product, bias, out=product)
+    except ValueError:  # the output would be larger than the product (or no broadcast at all)
+        return product + bias
+
+
+def linear_backward(s: SavedLinear, g: Array, tracked: Tracked) -> tuple[Grad, Grad, Grad]:
+    px, pw, pb = tracked
+    # add's rule (the product's gradient is g unless the bias broadcast it), then matmul's.
+    gb = None if pb is None else g if g.shape == s.bias else unbroadcast(g, s.bias)
+    product = g if g.shape == s.product else unbroadcast(g, s.product)
+    gx, gw = _product_grads(s.x, s.weight, product, px is not None, pw is not None)
+    return gx, gw, gb
+
+
+LINEAR = differentiable(
+    "linear",
+    linear,
+    linear_backward,
+    checks=(
+        Check(
+            "linear",
+            "module_ops.linear({a}, {b}, {c})",
+            "torch.matmul({a}, {b}) + {c}",
+            (*AB, Input("c")),
+            menu(
+                ("4x3@3x2", [(4, 3), (3, 2), (2,)]),
+                ("batch", [(2, 4, 3), (3, 2), (2,)]),
+                ("row", [(1, 3), (3, 2), (2,)]),
+                ("empty", [(0, 3), (3, 2), (2,)]),
+            ),
         ),
     ),
 )
