@@ -646,3 +646,39 @@ def test_a_state_loaded_into_another_group_kind_is_named(tmp_path):
     message = str(info.value)
     assert "groups.bpk: optimizer." in message
     assert "holds optimizer kind 'Muon', the optimizer is 'AdamW'" in message
+
+
+# ---- LBFGS (one module-level state) -------------------------------------------------------
+
+
+def test_lbfgs_state_round_trips_through_a_file_exactly(tmp_path):
+    """burn's `LBFGSState` flattened at the root: `history_s.len`, `history_s.0`, ..., the
+    optional `d`, `t`, `prev_flat_grad`, `prev_loss`, and `g_iter`; every leaf comes back with
+    its bytes, dtype and value."""
+    from harness.engine import LBFGSConfig
+
+    model, x, y = a1_engine(AD)
+    loss_fn = CrossEntropyLossConfig().init(AD)
+
+    def closure(module):
+        loss = loss_fn.forward(module.forward(x), y)
+        return float(loss.numpy().reshape(())), GradientsParams.from_grads(loss.backward(), module)
+
+    optim = LBFGSConfig(max_iter=3).init()
+    model, _ = optim.step(0.1, model, closure)
+    optim.step(0.1, model, closure)
+    state = optim.to_record()
+    assert len(state.history_s) >= 2 and state.d is not None and state.g_iter >= 2
+    path = save_optimizer(optim, tmp_path / "lbfgs.bpk")
+    names = {t.name for t in burnpack.read_pack(path).tensors}
+    assert {"history_s.0", "history_y.0", "d", "prev_flat_grad"} <= names
+    loaded = load_optimizer(LBFGSConfig(max_iter=3).init(), path).to_record()
+    for field in ("history_s", "history_y"):
+        for a, b in zip(getattr(state, field), getattr(loaded, field), strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    for field in ("d", "prev_flat_grad"):
+        a, b = getattr(state, field), getattr(loaded, field)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert (loaded.t, loaded.prev_loss, loaded.g_iter) == (state.t, state.prev_loss, state.g_iter)
+    with pytest.raises(RecordError, match="holds optimizer kind 'LBFGS', the optimizer is 'Adam'"):
+        load_optimizer(AdamConfig().init(), path)

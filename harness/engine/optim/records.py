@@ -31,7 +31,8 @@ Engine extensions and differences from burn, each deliberate:
 - a state with no tensor (plain SGD) has no rank unless `module` is given; without it the
   state is left out of the file, which burn's loader treats the same way as a present empty
   state for plain SGD (nothing to rebuild; the step needs none);
-- LBFGS's state (module-level, not per param) has no record here.
+- LBFGS's state is one module-level struct (burn's `LBFGSState`, flattened at the root, tensors
+  without param ids, `lbfgs.rs` `to_record`); the same four functions save and load it.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from harness.engine.optim.burnpack import (
     save_pack,
     unpack_bytes,
 )
+from harness.engine.optim.lbfgs import LBFGS, LBFGSState
 from harness.engine.optim.muon import Muon
 from harness.engine.optim.rmsprop import RmsProp, RmsPropState
 from harness.engine.optim.sgd import Sgd, SgdState
@@ -69,11 +71,13 @@ from harness.engine.optim.state import (
     join_path,
     nested,
     opt_nested,
+    opt_scalar,
     opt_tensor,
     scalar,
     state_flatten,
     strict_unflatten,
     tensor,
+    tensors,
     to_scalar,
 )
 
@@ -134,6 +138,18 @@ LAYOUTS: dict[str, Layout] = {
         ),
     ),
 }
+_LBFGS = Layout(
+    "LBFGSState",
+    (
+        tensors("history_s"),
+        tensors("history_y"),
+        opt_tensor("d"),
+        opt_scalar("t", "f64"),
+        opt_tensor("prev_flat_grad"),
+        opt_scalar("prev_loss", "f64"),
+        scalar("g_iter", "usize"),
+    ),
+)
 _KINDS = {Sgd: "Sgd", Muon: "Muon", Adam: "Adam", AdamW: "AdamW", Adan: "Adan"}
 _KINDS.update({AdaGrad: "AdaGrad", RmsProp: "RmsProp"})
 
@@ -205,8 +221,11 @@ def _kind_key(prefix: str) -> str:
 # ---- optimizer records --------------------------------------------------------------------
 
 
-def optimizer_pack(optim: ModuleOptimizer, module: Module | None = None) -> Pack:
-    """burn's `ModuleOptimizer::to_record`, as a burnpack container (copies of the state)."""
+def optimizer_pack(optim: ModuleOptimizer | LBFGS, module: Module | None = None) -> Pack:
+    """burn's `ModuleOptimizer::to_record` (or `LBFGS::to_record`), as a burnpack container
+    (copies of the state)."""
+    if isinstance(optim, LBFGS):
+        return _lbfgs_pack(optim.state)
     base_kind = _kind_of(optim.optim, "<record>")
     params = {} if module is None else {p.id: (path, p) for path, p in module.params()}
     tensors: list[PackTensor] = []
@@ -263,10 +282,47 @@ def load_optimizer_bytes(optim: ModuleOptimizer, data: bytes, module: Module | N
     return _load_pack(optim, pack, "<bytes>", module)
 
 
-def _load_pack(optim: ModuleOptimizer, pack: Pack, source: str, module: Module | None):
+def _lbfgs_pack(state: LBFGSState) -> Pack:
+    sink = StateSink()
+    state_flatten(_LBFGS, vars(state), "", sink)
+    tensors_ = [PackTensor(name, data.copy()) for name, data in sink.tensors]
+    return Pack(tensors_, dict(sink.scalars), {KIND_KEY: "LBFGS"})
+
+
+def _load_lbfgs(optim: LBFGS, pack: Pack, source: str) -> LBFGS:
+    """burn's `LBFGS::load_record`, strict: every leaf present and typed."""
+    stored = pack.metadata.get(KIND_KEY)
+    if stored is not None and stored != "LBFGS":
+        raise RecordError(
+            f"{source}: {KIND_KEY}: the file holds optimizer kind {stored!r}, the optimizer is "
+            "'LBFGS'"
+        )
+    src = StateSource(pack.scalars)
+    for t in pack.tensors:
+        src.insert_tensor(t.name, t.array)
+    try:
+        value = strict_unflatten(_LBFGS, "", src)
+    except StateKeyError as exc:
+        raise RecordError(f"{source}: {exc.key}: {exc.problem} (LBFGS state)") from None
+    leftover = sorted(src.tensors)
+    if leftover:
+        raise RecordError(f"{source}: {leftover[0]}: unexpected tensor for an LBFGS state")
+    optim.state = LBFGSState(**value)
+    return optim
+
+
+def _load_pack(optim: ModuleOptimizer | LBFGS, pack: Pack, source: str, module: Module | None):
     """burn's `load_record`: each state rebuilt in the layout of the group its id and stored
     path resolve to now (burn's `optim_from_param(id, path)`), then routed by `load_record`."""
+    if isinstance(optim, LBFGS):
+        return _load_lbfgs(optim, pack, source)
     base_kind = pack.metadata.get(KIND_KEY)
+    if base_kind == "LBFGS":  # one module-level state: no per-param layout to check against
+        kind = _kind_of(optim.optim, source)
+        raise RecordError(
+            f"{source}: {KIND_KEY}: the file holds optimizer kind 'LBFGS', the optimizer is "
+            f"{kind!r}"
+        )
     src = StateSource(pack.scalars)
     ranks: dict[int, int] = {}
     for key, s in pack.scalars.items():
