@@ -22,7 +22,15 @@ from harness.engine import (
     save_optimizer,
     seed,
 )
-from harness.engine.module import Lora, LoraWeight, apply_lora, merge_lora
+from harness.engine.module import (
+    Lora,
+    LoraWeight,
+    Module,
+    Param,
+    ParamGroup,
+    apply_lora,
+    merge_lora,
+)
 
 AD = Device.flex().autodiff()
 
@@ -217,3 +225,45 @@ def test_training_agrees_with_a_pytorch_lora_linear():
     np.testing.assert_allclose(adapter.b.val().numpy(), twin.b.detach().numpy(), atol=1e-5)
     assert model.weight.base().numpy().tobytes() == twin.weight.numpy().tobytes()
     assert model.bias.val().numpy().tobytes() == twin.bias.numpy().tobytes()
+
+
+class TwoWeights(Module):
+    """lora.rs's `TwoWeights { a: Param<Tensor<2>>, b: Param<Tensor<2>> }`."""
+
+    def __init__(self, rng) -> None:
+        self.a = Param.from_tensor(random((4, 4), rng))
+        self.b = Param.from_tensor(random((4, 4), rng))
+
+
+def test_param_group_restricts_adapter_to_matching_parameters():
+    """lora.rs `param_group_restricts_adapter_to_matching_parameters`: only the param whose
+    path matches `ParamGroup::from_predicate("a")` gets an adapter; both are frozen."""
+    model = TwoWeights(np.random.default_rng(3))
+    lora = Lora(2, 4.0).set_param_group(ParamGroup.from_predicate("a"))
+    model = model.apply_lora(lora)
+    assert isinstance(model.a, LoraWeight) and model.a.adapter() is not None
+    assert isinstance(model.b, Param)  # no adapter: the plain, frozen param
+    assert not model.a.base().is_require_grad()
+    assert not model.b.val().is_require_grad()
+
+
+def test_param_group_matches_nested_paths_and_ids():
+    """The group sees the param's full path (`layers.1.weight`) and its id, as burn's mapper
+    path; unmatched 2-D params stay plain and frozen, and none of them trains."""
+    seed(5)
+    model = Stack([LinearConfig(3, 3).init(AD), LinearConfig(3, 3).init(AD)])
+    by_path = model.apply_lora(
+        Lora(2, 2.0).set_param_group(ParamGroup.from_path("layers.1.weight"))
+    )
+    assert [isinstance(layer.weight, LoraWeight) for layer in by_path.layers] == [False, True]
+    by_id = model.apply_lora(
+        Lora(2, 2.0).set_param_group(ParamGroup.from_ids([model.layers[0].weight.id]))
+    )
+    assert [isinstance(layer.weight, LoraWeight) for layer in by_id.layers] == [True, False]
+    with pytest.raises(TypeError, match="expected a ParamGroup"):
+        Lora(2, 2.0).set_param_group("layers.1.weight")
+
+
+class Stack(Module):
+    def __init__(self, layers) -> None:
+        self.layers = layers

@@ -16,8 +16,10 @@ adapters into plain params (burn folds them in `valid()`).
 Engine differences: the adapted weight is a `LoraWeight`, a small module (fields `base_param`,
 `lora`) standing where the Param was, with burn's Param-side API (`val()`, `base()`,
 `adapter()`, `id`) and burn's param paths (`weight` for the base, `weight.lora.a`,
-`weight.lora.b`); `Module.valid()` does not fold the adapters (call `merge_lora`); no
-`param_group` (every 2-D param is adapted), no QLoRA, no factor dtype other than the base's.
+`weight.lora.b`); `Module.valid()` does not fold the adapters (call `merge_lora`); no QLoRA, no
+factor dtype other than the base's. `set_param_group(group)` restricts the adapters to the 2-D
+params the group matches by id and path (`fc1.weight`, `blocks.0.bias`); as burn's, every float
+param is frozen whatever the group.
 The values of `a` come from the engine's generator, not burn's, so they differ from a burn run.
 
 PyTorch has no built-in LoRA; the PEFT convention (`W x + B A x * alpha / r`, `A` Kaiming
@@ -31,6 +33,7 @@ import dataclasses
 import numpy as np
 
 from harness.engine.module.core import Module, Param, value_rng
+from harness.engine.module.param_group import ParamGroup
 from harness.engine.tensor import Tensor
 
 __all__ = ["Lora", "LoraAdapter", "LoraWeight", "apply_lora", "merge_lora"]
@@ -43,6 +46,13 @@ class Lora:
     rank: int
     alpha: float
     init_std: float | None = None
+    param_group: ParamGroup = dataclasses.field(default_factory=ParamGroup.all)
+
+    def set_param_group(self, group: ParamGroup) -> Lora:
+        """burn's `set_param_group`: adapters only for the 2-D params `group` matches."""
+        if not isinstance(group, ParamGroup):
+            raise TypeError(f"set_param_group: expected a ParamGroup, got {type(group).__name__}")
+        return dataclasses.replace(self, param_group=group)
 
     def apply(self, module: Module) -> Module:
         """`apply_lora(module, self)` (what `module.apply_lora(lora)` calls)."""
@@ -125,7 +135,7 @@ def _frozen(param: Param) -> Param:
 def apply_lora(module: Module, lora: Lora) -> Module:
     """burn's `module.apply_lora(lora)`: a new module, every float param frozen, every 2-D
     param adapted. `module` is left as it is (the params share their values)."""
-    return _rebuild(module, lambda p: _adapt(p, lora))
+    return _rebuild(module, lambda p, path: _adapt(p, path, lora))
 
 
 def merge_lora(module: Module) -> Module:
@@ -134,27 +144,33 @@ def merge_lora(module: Module) -> Module:
     return _rebuild(module, None, fold=True)
 
 
-def _adapt(param: Param, lora: Lora):
+def _adapt(param: Param, path: str, lora: Lora):
     if param.val()._data.dtype.kind != "f":
         return param
     base = _frozen(param)
-    if len(param.val().shape) != 2:
+    if len(param.val().shape) != 2 or not lora.param_group.matches(param.id, path):
         return base
     return LoraWeight(base, lora.adapter_for(param.val()))
 
 
-def _rebuild(value, adapt, fold: bool = False):
+def _rebuild(value, adapt, fold: bool = False, path: str = ""):
+    """`value` rebuilt with each Param passed through `adapt(param, path)`; `path` is the
+    param's module path, spelled as `Module.named_params()` spells it."""
     if isinstance(value, LoraWeight):
         if fold:
             return value.merged()
         raise ValueError("apply_lora: nested reparameterizations are not supported (as burn)")
     if isinstance(value, Param):
-        return adapt(value) if adapt is not None else value
+        return adapt(value, path) if adapt is not None else value
     if isinstance(value, Module):
         new = object.__new__(type(value))
         for name, field in vars(value).items():
-            new.__dict__[name] = _rebuild(field, adapt, fold)
+            new.__dict__[name] = _rebuild(field, adapt, fold, _join(path, name))
         return new
     if isinstance(value, (list, tuple)):
-        return type(value)(_rebuild(v, adapt, fold) for v in value)
+        return type(value)(_rebuild(v, adapt, fold, _join(path, str(i))) for i, v in enumerate(value))
     return value
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
