@@ -168,7 +168,8 @@ def _rebuild(value, adapt, fold: bool = False, path: str = ""):
             new.__dict__[name] = _rebuild(field, adapt, fold, _join(path, name))
         return new
     if isinstance(value, (list, tuple)):
-        return type(value)(_rebuild(v, adapt, fold, _join(path, str(i))) for i, v in enumerate(value))
+        items = enumerate(value)
+        return type(value)(_rebuild(v, adapt, fold, _join(path, str(i))) for i, v in items)
     return value
 
 
