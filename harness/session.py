@@ -1,6 +1,12 @@
 """Running many cases in one invocation: which cases (names, shards), in how many worker
 processes, with a progress line per finished case; the results come back in case order.
 
+Workers come from a fork server by default (safe in any caller). A program that has run no
+computation yet (``compare.py``: only imports, see ``harness.startup.fork_is_safe``) passes
+``fork=True`` instead: its workers are forked from it and inherit its imports and loaded cases,
+so none pays for ``import torch`` (or ``torch._dynamo``) again. Either way the longest-looking
+cases start first (``longest_first``) and the reports come back in case order.
+
 Like the runner it returns results and never prints on its own: ``Progress`` writes to the
 stream its caller gives it (``compare.py`` passes stderr).
 """
@@ -115,6 +121,7 @@ def run_cases(
     threads: int = THREADS,
     tolerances: Mapping[str, Tolerance] | None = None,
     limit: int | None = LIMIT,
+    fork: bool = False,
 ) -> list[CaseReport]:
     """Run the cases, in ``jobs`` worker processes when there is more than one.
 
@@ -122,7 +129,8 @@ def run_cases(
     share a file: each case writes only ``out/<case>/`` and ``golden/<case>/``, every write is
     atomic (unique temporary file, then rename), and the reports come back in case order
     whatever order the workers finish in. ``threads``, ``tolerances`` and ``limit``: see
-    ``Settings``.
+    ``Settings``. ``fork``: fork the workers from this process (only when
+    ``harness.startup.fork_is_safe()``), else start them from a fork server.
     """
     settings = Settings(update, force, threads, dict(tolerances or {}), limit)
     done = on_done or (lambda report: None)
@@ -135,18 +143,52 @@ def run_cases(
     names = [c.name for c in cases]
     by_name: dict[str, CaseReport] = {}
     workers = min(jobs, len(names), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:
-        futures = {pool.submit(check_by_name, n, settings, dirs): n for n in names}
-        for future in as_completed(futures):
-            by_name[futures[future]] = report = future.result()
-            done(report)
+    if fork:
+        context, check = _forked(cases), check_inherited
+    else:
+        context, check = _worker_context(), check_by_name
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            order = [c.name for c in longest_first(cases, dirs)]
+            futures = {pool.submit(check, n, settings, dirs): n for n in order}
+            for future in as_completed(futures):
+                by_name[futures[future]] = report = future.result()
+                done(report)
+    finally:
+        _INHERITED.clear()
     return [by_name[n] for n in names]
+
+
+def longest_first(cases: Sequence[Case], dirs: Dirs = Dirs()) -> list[Case]:
+    """The order in which workers take the cases: the longest-looking first, so that a long
+    case does not start last while the other workers sit idle (the reports keep case order).
+
+    Nothing is timed: a case's goldens measure how much it records, and a case with float64
+    reruns (``needs_float64``) runs each side four times instead of twice. A case without
+    goldens yet counts as empty; ties keep name order.
+    """
+
+    def weight(case: Case) -> int:
+        folder = dirs.golden / case.name
+        size = sum(p.stat().st_size for p in folder.glob("*.json")) if folder.is_dir() else 0
+        return size * (2 if case.needs_float64 else 1)
+
+    return sorted(cases, key=weight, reverse=True)
 
 
 def check_by_name(name: str, settings: Settings = Settings(), dirs: Dirs = Dirs()) -> CaseReport:
     """Worker entry: load one case by name (a Case holds functions: it is not picklable)."""
     (case,) = discover([name], dirs.cases)
     return _check(case, settings, dirs)
+
+
+# The cases of a forked run, by name: a forked worker inherits them (a Case holds functions).
+_INHERITED: dict[str, Case] = {}
+
+
+def check_inherited(name: str, settings: Settings, dirs: Dirs) -> CaseReport:
+    """Worker entry of a forked run: the case as the parent loaded it, no second import."""
+    return _check(_INHERITED[name], settings, dirs)
 
 
 def _check(case: Case, settings: Settings, dirs: Dirs) -> CaseReport:
@@ -171,6 +213,18 @@ def _worker_context() -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["harness.session", "torch"])
     return context
+
+
+def _forked(cases: Sequence[Case]) -> multiprocessing.context.BaseContext:
+    """Workers forked from this process, with ``cases`` for them to inherit.
+
+    A fork copies the process as it is: its imports (torch, ``torch._dynamo``, the engine),
+    the loaded case files and the frozen garbage-collector generation, at no import cost.
+    Safe only before any torch or OpenMP thread pool runs (see ``_worker_context``), so the
+    caller checks ``harness.startup.fork_is_safe()`` first.
+    """
+    _INHERITED.update((c.name, c) for c in cases)
+    return multiprocessing.get_context("fork")
 
 
 class Progress:

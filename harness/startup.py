@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import sys
 from collections.abc import Iterator
 from types import ModuleType
@@ -45,18 +46,49 @@ def imports_without_gc() -> Iterator[None]:
             gc.enable()
 
 
+# This process's OS threads just after import_torch imported torch (None: it did not).
+_THREADS_AT_IMPORT: int | None = None
+
+
 def import_torch(*, dynamo: bool = False) -> ModuleType:
     """``import torch`` under ``imports_without_gc``; a no-op once torch is imported (so nothing
-    created since is frozen). ``dynamo=True`` imports ``torch._dynamo`` there too: worth it
-    only when an optimizer is certain to follow, since otherwise it is never imported."""
+    created since is frozen). ``dynamo=True`` imports ``torch._dynamo`` too (now, or later if
+    torch is already there): worth it only when optimizers are certain to follow, since
+    otherwise it is never imported."""
+    global _THREADS_AT_IMPORT
     if "torch" in sys.modules and (not dynamo or "torch._dynamo" in sys.modules):
         return sys.modules["torch"]
+    fresh = "torch" not in sys.modules
     with imports_without_gc():
         import torch
 
         if dynamo:
             import torch._dynamo  # what the first optimizer would import
+    if fresh:
+        _THREADS_AT_IMPORT = os_threads()
     return torch
+
+
+def os_threads() -> int | None:
+    """The number of this process's OS threads (``/proc/self/task``; None where unknown)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
+def fork_is_safe() -> bool:
+    """Whether forking this process now cannot copy a running thread pool into the child.
+
+    True when ``import_torch`` imported torch in this process and no OS thread has started
+    since: then no torch / OpenMP pool is running (torch starts its pool at the first parallel
+    operation, not at import), and the threads there were at that import are the main thread
+    and OpenBLAS's pool from ``import numpy``, which stops itself around a fork (OpenBLAS
+    registers ``blas_thread_shutdown_`` with ``pthread_atfork``). False on systems without
+    ``/proc/self/task``. Only a program's own entry point may act on it: it cannot see what a
+    host process (pytest and its worker threads) expects of its threads.
+    """
+    return _THREADS_AT_IMPORT is not None and os_threads() == _THREADS_AT_IMPORT
 
 
 def skip_final_collection() -> None:
