@@ -382,7 +382,7 @@ def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
         return error(args.prog, str(exc))
     except Exception as exc:  # a case file that does not import: where, in one line
         return error(args.prog, _import_failure(exc, dirs.cases))
-    fork = _fork_workers(args, len(cases))
+    fork = _fork_workers(args, session.parallel(cases, args.jobs))
     progress = session.Progress(len(cases), stream=sys.stderr)
     reports = session.run_cases(
         cases,
@@ -409,7 +409,7 @@ def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
     return exit_code(not failing and (not stale or args.allow_stale))
 
 
-def _fork_workers(args: argparse.Namespace, cases: int) -> bool:
+def _fork_workers(args: argparse.Namespace, parallel: bool) -> bool:
     """Whether this run forks its workers from this process (``session.run_cases(fork=)``).
 
     Only a program (``main(program=True)``) that has run nothing but imports so far
@@ -417,7 +417,7 @@ def _fork_workers(args: argparse.Namespace, cases: int) -> bool:
     for every worker: each ``torch.optim`` optimizer imports it (``harness.startup``), and a
     worker would otherwise pay for that import on its own.
     """
-    if args.jobs <= 1 or cases <= 1 or not args.program or not startup.fork_is_safe():
+    if not parallel or not args.program or not startup.fork_is_safe():
         return False
     startup.import_torch(dynamo=True)
     return startup.fork_is_safe()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import golden
+from harness import golden, record
 from harness.case import (
     CASES_DIR,
     GOLDEN_DIR,
@@ -37,7 +37,16 @@ from harness.case import (
 from harness.mismatches import LIMIT
 from harness.project import with_tolerances
 from harness.results import CaseReport
-from harness.runner import THREADS, check_case
+from harness.runner import (
+    THREADS,
+    CaseRun,
+    Float64Runs,
+    add_float64,
+    check_case,
+    float64_runs,
+    judge_case,
+    run_case,
+)
 from harness.tolerances import Tolerance
 
 
@@ -134,29 +143,35 @@ def run_cases(
     """
     settings = Settings(update, force, threads, dict(tolerances or {}), limit)
     done = on_done or (lambda report: None)
-    if jobs <= 1 or len(cases) <= 1:
+    if not parallel(cases, jobs):
         reports = []
         for case in cases:  # already loaded: no second import of the case file
             reports.append(_check(case, settings, dirs))
             done(reports[-1])
         return reports
-    names = [c.name for c in cases]
     by_name: dict[str, CaseReport] = {}
-    workers = min(jobs, len(names), os.cpu_count() or 1)
-    if fork:
-        context, check = _forked(cases), check_inherited
-    else:
-        context, check = _worker_context(), check_by_name
+    parts = _Parts({c.name: c for c in cases}, settings, dirs)
+    tasks = [(c.name, part) for c in longest_first(cases, dirs) for part in _parts_of(c)]
+    workers = min(jobs, len(tasks), os.cpu_count() or 1)
+    context = _forked(cases) if fork else _worker_context()
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            order = [c.name for c in longest_first(cases, dirs)]
-            futures = {pool.submit(check, n, settings, dirs): n for n in order}
+            futures = {pool.submit(_TASKS[p], n, settings, dirs): (n, p) for n, p in tasks}
             for future in as_completed(futures):
-                by_name[futures[future]] = report = future.result()
-                done(report)
+                name, part = futures[future]
+                report = parts.add(name, part, future.result())
+                if report is not None:
+                    by_name[name] = report
+                    done(report)
     finally:
         _INHERITED.clear()
-    return [by_name[n] for n in names]
+    return [by_name[c.name] for c in cases]
+
+
+def parallel(cases: Sequence[Case], jobs: int) -> bool:
+    """Whether ``run_cases`` uses worker processes: more than one job and more than one task
+    (a case, or the float32 and the float64 half of a case with float64 reruns)."""
+    return jobs > 1 and (len(cases) > 1 or any(c.needs_float64 for c in cases))
 
 
 def longest_first(cases: Sequence[Case], dirs: Dirs = Dirs()) -> list[Case]:
@@ -176,19 +191,82 @@ def longest_first(cases: Sequence[Case], dirs: Dirs = Dirs()) -> list[Case]:
     return sorted(cases, key=weight, reverse=True)
 
 
-def check_by_name(name: str, settings: Settings = Settings(), dirs: Dirs = Dirs()) -> CaseReport:
-    """Worker entry: load one case by name (a Case holds functions: it is not picklable)."""
-    (case,) = discover([name], dirs.cases)
-    return _check(case, settings, dirs)
+# ---------------------------------------------------------------------------------------------
+# Worker tasks. A case without float64 reruns is one task (``check_by_name``). A case with them
+# is two, which two workers can run at once: its float32 runs (``run_by_name``: out/ written,
+# the reruns compared) and its float64 reruns (``float64_by_name``: run, not yet written); the
+# parent then writes the float64 files, evaluates the checks and judges the goldens
+# (``_Parts``), as ``check_case`` does in one process. Both halves run with the seeds and
+# threads pinned per side run, so where they run does not change a value.
 
+WHOLE, FLOAT32, FLOAT64 = "whole", "float32", "float64"
 
 # The cases of a forked run, by name: a forked worker inherits them (a Case holds functions).
 _INHERITED: dict[str, Case] = {}
 
 
-def check_inherited(name: str, settings: Settings, dirs: Dirs) -> CaseReport:
-    """Worker entry of a forked run: the case as the parent loaded it, no second import."""
-    return _check(_INHERITED[name], settings, dirs)
+def check_by_name(name: str, settings: Settings = Settings(), dirs: Dirs = Dirs()) -> CaseReport:
+    """Worker entry: load one case by name (a Case holds functions: it is not picklable)."""
+    return _check(_case_named(name, dirs), settings, dirs)
+
+
+def run_by_name(name: str, settings: Settings, dirs: Dirs) -> tuple[CaseRun, float]:
+    """Worker entry: the float32 runs of a case (no float64 reruns) and when they started;
+    the run comes back without its case (functions do not pickle)."""
+    started = time.perf_counter()
+    run = run_case(_case_named(name, dirs), dirs.out, threads=settings.threads, float64=False)
+    return dataclasses.replace(run, case=None), started
+
+
+def float64_by_name(name: str, settings: Settings, dirs: Dirs) -> tuple[Float64Runs, float]:
+    """Worker entry: the float64 reruns of a case and when they started."""
+    started = time.perf_counter()
+    return float64_runs(_case_named(name, dirs), settings.threads), started
+
+
+_TASKS = {WHOLE: check_by_name, FLOAT32: run_by_name, FLOAT64: float64_by_name}
+
+
+def _parts_of(case: Case) -> tuple[str, ...]:
+    return (FLOAT32, FLOAT64) if case.needs_float64 else (WHOLE,)
+
+
+def _case_named(name: str, dirs: Dirs) -> Case:
+    """The case as a forked worker inherited it, else loaded from its file."""
+    if name in _INHERITED:
+        return _INHERITED[name]
+    (case,) = discover([name], dirs.cases)
+    return case
+
+
+@dataclass
+class _Parts:
+    """The halves of split cases as they come back; a case's report once it is complete."""
+
+    cases: Mapping[str, Case]
+    settings: Settings
+    dirs: Dirs
+    halves: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, name: str, part: str, result: Any) -> CaseReport | None:
+        if part == WHOLE:
+            return result
+        halves = self.halves.setdefault(name, {})
+        halves[part] = result
+        if len(halves) < 2:
+            return None
+        (run, started32), (found, started64) = halves[FLOAT32], halves[FLOAT64]
+        case = with_tolerances(self.cases[name], self.settings.tolerances)
+        run = dataclasses.replace(run, case=case)
+        add_float64(run, found, self.dirs.out / name, record.SIDECAR_THRESHOLD)
+        return judge_case(
+            run,
+            update=self.settings.update,
+            force=self.settings.force,
+            golden_dir=self.dirs.golden,
+            limit=self.settings.limit,
+            started=min(started32, started64),
+        )
 
 
 def _check(case: Case, settings: Settings, dirs: Dirs) -> CaseReport:
