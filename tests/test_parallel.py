@@ -290,3 +290,18 @@ def test_a_single_case_with_float64_reruns_is_split_over_two_workers(mixed_cases
     (plain,) = discover(["alpha"], mixed_cases_dir)
     assert parallel([case], jobs=2) and not parallel([case], jobs=1)
     assert not parallel([plain], jobs=2) and parallel([plain, plain], jobs=2)
+
+
+def test_jobs_defaults_to_the_usable_cpus_in_a_program_only(monkeypatch):
+    from harness import command
+
+    seen = []
+    monkeypatch.setattr(command, "_case_runner", lambda: lambda names, args: seen.append(args))
+    compare.main([], program=True)
+    compare.main([])
+    compare.main(["--jobs", "3"], program=True)
+    assert [(a.jobs, a.program) for a in seen] == [
+        (command.usable_cpus(), True),
+        (1, False),
+        (3, True),
+    ]
