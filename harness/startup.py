@@ -1,5 +1,5 @@
 """Process start-up and exit of a case run: importing torch without paying Python's cyclic
-garbage collector for it.
+garbage collector for it, and whether the process may fork its workers.
 
 ``import torch`` and ``torch._dynamo`` create a great many long-lived objects (modules,
 functions, classes). With the collector on, the import triggers collection after collection
@@ -9,15 +9,20 @@ once more. Neither frees anything: module contents live as long as the process. 
 later collections skip; nothing in torch is patched and no computation changes, only when
 the collector runs.
 
-``torch._dynamo`` is not a choice: every ``torch.optim`` optimizer imports it, in
-``Optimizer.__init__`` (``add_param_group`` is wrapped in ``torch._disable_dynamo``, whose
-first call imports ``torch._dynamo``), again in ``zero_grad`` and in ``step``
-(``_use_grad_for_differentiable`` imports it and calls ``torch._dynamo.graph_break()``);
-``TORCHDYNAMO_DISABLE`` and ``torch.compiler.disable`` act only after that import (torch 2.13,
-``torch/optim/optimizer.py`` and ``torch/_compile.py``). A run whose cases build no optimizer
-never imports it, so ``import_torch`` leaves it to the first optimizer by default.
+``torch._dynamo`` cannot be avoided by a run that builds a ``torch.optim`` optimizer: it is
+imported in ``Optimizer.__init__`` (``add_param_group`` is wrapped in
+``torch._disable_dynamo``, whose first call imports ``torch._dynamo``), again in
+``zero_grad`` and in ``step`` (``_use_grad_for_differentiable`` imports it and calls
+``torch._dynamo.graph_break()``), with no switch before the import: ``TORCHDYNAMO_DISABLE``
+and ``torch.compiler.disable`` are read by ``torch._dynamo`` itself (torch 2.13,
+``torch/optim/optimizer.py``, ``torch/_compile.py``). Nothing short of patching torch skips
+it, and ``sympy`` comes with it (``torch.fx.experimental.symbolic_shapes``). A run whose
+cases build no optimizer never imports it, so ``import_torch`` leaves it to the first
+optimizer unless told otherwise; ``compare.py`` imports it once before forking its workers
+(``harness.command``), so that no worker imports it again.
 
-The measurements behind this are printed by ``make bench`` (``benchmarks/bench_compare.py``).
+Where the time of ``make compare`` goes, and what it costs now, is measured by ``make bench
+ARGS=benchmarks/bench_compare.py`` (medians there, never figures here).
 """
 
 from __future__ import annotations
