@@ -14,6 +14,7 @@ stream its caller gives it (``compare.py`` passes stderr).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import multiprocessing
 import os
 import sys
@@ -299,9 +300,12 @@ def _forked(cases: Sequence[Case]) -> multiprocessing.context.BaseContext:
     A fork copies the process as it is: its imports (torch, ``torch._dynamo``, the engine),
     the loaded case files and the frozen garbage-collector generation, at no import cost.
     Safe only before any torch or OpenMP thread pool runs (see ``_worker_context``), so the
-    caller checks ``harness.startup.fork_is_safe()`` first.
+    caller checks ``harness.startup.fork_is_safe()`` first. ``gc.freeze()`` right before the
+    fork, as the ``gc`` documentation advises for a process that forks without exec: the
+    workers' collections then skip (and do not write to, so do not copy) the parent's objects.
     """
     _INHERITED.update((c.name, c) for c in cases)
+    gc.freeze()
     return multiprocessing.get_context("fork")
 
 
