@@ -20,6 +20,7 @@ what is wrong; never a traceback).
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -187,8 +188,6 @@ def main(
 
 def usable_cpus() -> int:
     """The CPUs this process may run on (its affinity mask where the system has one)."""
-    import os
-
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0)) or 1
     return os.cpu_count() or 1
@@ -417,7 +416,7 @@ def _fork_workers(args: argparse.Namespace, parallel: bool) -> bool:
     for every worker: each ``torch.optim`` optimizer imports it (``harness.startup``), and a
     worker would otherwise pay for that import on its own.
     """
-    if not parallel or not args.program or not startup.fork_is_safe():
+    if not parallel or not getattr(args, "program", False) or not startup.fork_is_safe():
         return False
     startup.import_torch(dynamo=True)
     return startup.fork_is_safe()

@@ -256,6 +256,7 @@ class _Parts:
         halves[part] = result
         if len(halves) < 2:
             return None
+        del self.halves[name]  # a case named twice on the command line pairs up twice
         (run, started32), (found, started64) = halves[FLOAT32], halves[FLOAT64]
         case = with_tolerances(self.cases[name], self.settings.tolerances)
         run = dataclasses.replace(run, case=case)
