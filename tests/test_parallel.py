@@ -19,6 +19,7 @@ from harness.session import (
     check_by_name,
     longest_first,
     parallel,
+    run_cases,
     select_shard,
 )
 
@@ -305,3 +306,50 @@ def test_jobs_defaults_to_the_usable_cpus_in_a_program_only(monkeypatch):
         (1, False),
         (3, True),
     ]
+
+
+MUTATING_CASE = '''"""Synthetic trajectory case: float64 runs return one array, changed in place."""
+import numpy as np
+from harness.case import trajectory
+
+SHARED = np.zeros(3)
+
+
+def side(dtype):
+    if str(dtype).endswith("float64"):
+        SHARED[:] += 1.0  # the rerun changes what the first run returned
+        return {"w": SHARED}
+    return {"w": np.zeros(3, np.float32)}
+
+
+def torch_side(dtype="float32"):
+    return side(dtype)
+
+
+def engine_side(dtype="float32"):
+    return {"w": np.zeros(3, str(dtype).removeprefix("torch."))}
+
+
+CHECKS = [trajectory("w")]
+'''
+
+
+def test_a_float64_rerun_cannot_change_what_the_first_run_recorded(tmp_path, tree):
+    """The first float64 run is kept (pickled) before its rerun, in a worker as in one process,
+    so the file holds the first run's values and the rerun's change is non-determinism."""
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    (folder / "mutating.py").write_text(MUTATING_CASE)
+    (folder / "alpha.py").write_text(CASE.format(name="alpha", n=1))
+    reports = {}
+    for label, jobs in (("serial", 1), ("parallel", 2)):
+        dirs = Dirs(folder, tmp_path / label / "golden", tmp_path / label / "out")
+        reports[label] = run_cases(discover([], folder), jobs=jobs, dirs=dirs)
+    mutating = next(r for r in reports["serial"] if r.case == "mutating")
+    assert mutating.nondeterministic == ("torch.float64",)
+    written = record.read_side(tmp_path / "serial" / "out" / "mutating" / "torch.float64.json")
+    assert written.values["w"].tolist() == [1.0, 1.0, 1.0]  # the first run's, not the rerun's
+    assert [r.nondeterministic for r in reports["parallel"]] == [
+        r.nondeterministic for r in reports["serial"]
+    ]
+    assert tree(tmp_path / "parallel" / "out") == tree(tmp_path / "serial" / "out")
