@@ -18,11 +18,12 @@ from harness import command, startup
 PYPROJECT = Path(__file__).resolve().parent / "pyproject.toml"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return command.main(argv, prog="compare.py", project=PYPROJECT)
+def main(argv: Sequence[str] | None = None, *, program: bool = False) -> int:
+    """``program``: see ``harness.command.main`` (True only when run as a script)."""
+    return command.main(argv, prog="compare.py", project=PYPROJECT, program=program)
 
 
 if __name__ == "__main__":
-    code = main()
+    code = main(program=True)
     startup.skip_final_collection()  # the process ends here: its last collection frees nothing
     sys.exit(code)

@@ -6,10 +6,12 @@ Run: ``make bench ARGS=benchmarks/bench_compare.py``.
   program might write them): the values agree within the default float32 tolerance, so the
   run must exit 0.
 - Case mode over every case (what ``make compare`` runs; side files go to a temporary folder,
-  goldens are only read), interleaved with ``python -c "import torch, torch._dynamo"`` (the
-  imports any case run with a ``torch.optim`` optimizer pays before its first step) and with
-  both run through ``harness.startup`` (imports with the garbage collector frozen, no final
-  collection at exit). Every case must pass, with the same summary either way.
+  goldens are only read): as ``make compare`` runs it (workers forked from compare.py, as
+  many as the CPUs) and with ``--jobs 1`` (one process), interleaved with
+  ``python -c "import torch, torch._dynamo"`` (the imports any case run with a ``torch.optim``
+  optimizer pays before its first step), plain and through ``harness.startup`` (imports with
+  the garbage collector frozen, no final collection at exit). Every case must pass, with the
+  same summary either way.
 
 The thread variables this folder's conftest sets are removed for these children, so they
 start as ``make compare`` does from a shell.
@@ -64,16 +66,6 @@ STARTUP_IMPORTS = (
     "from harness import startup; startup.import_torch(dynamo=True); "
     "startup.skip_final_collection()"
 )
-# What compare.py does once its entry point makes the two harness.startup calls.
-STARTUP_COMPARE = """
-import sys
-from harness import startup
-startup.import_torch()
-import compare
-code = compare.main(sys.argv[1:])
-startup.skip_final_collection()
-sys.exit(code)
-"""
 
 
 def test_compare_all_cases(interleaved, tmp_path):
@@ -82,38 +74,43 @@ def test_compare_all_cases(interleaved, tmp_path):
         "make compare, all cases",
         {
             "compare.py": lambda: run("compare.py", "--out", out),
-            "compare.py via harness.startup": lambda: run("-c", STARTUP_COMPARE, "--out", out),
+            "compare.py --jobs 1": lambda: run("compare.py", "--jobs", "1", "--out", out),
             "imports": lambda: run("-c", "import torch, torch._dynamo"),
             "imports via harness.startup": lambda: run("-c", STARTUP_IMPORTS),
         },
         also=[
+            "make compare, all cases, --jobs 1",
             "import torch + torch._dynamo",
-            "start-up: harness.startup, all cases",
             "start-up: harness.startup, imports",
         ],
-        min_rounds=2,
+        min_rounds=3,  # the medians of three runs, as issue 13 asks
         warmup_rounds=1,
         max_rounds=5,
+        note=f"{os.cpu_count()} CPUs",
     )
     for side, proc in timings.results.items():
         assert proc.returncode == 0, (side, proc.stdout[-2000:], proc.stderr[-2000:])
     summaries = {side: proc.stdout.splitlines()[-2:] for side, proc in timings.results.items()}
-    assert summaries["compare.py"] == summaries["compare.py via harness.startup"]
+    assert summaries["compare.py"] == summaries["compare.py --jobs 1"]
 
 
 def test_startup_one_case(interleaved, tmp_path):
-    """One case with a torch.optim optimizer (``train_step``, which imports torch._dynamo) and
-    one without (``grad_location``, which never does), plain and through harness.startup."""
+    """One case with float64 reruns (``optimizer_trajectories``: its float32 and float64 halves
+    run in two workers at once, or one after the other with ``--jobs 1``), one with a
+    torch.optim optimizer (``train_step``, which imports torch._dynamo) and one without
+    (``grad_location``, which never does)."""
     out = str(tmp_path / "out")
-    sides = {}
-    for case in ("train_step", "grad_location"):
-        args = ("--case", case, "--out", out)
-        sides[f"{case}"] = lambda args=args: run("compare.py", *args)
-        sides[f"{case} via harness.startup"] = lambda args=args: run("-c", STARTUP_COMPARE, *args)
+    case = "optimizer_trajectories"
+    sides = {
+        case: lambda: run("compare.py", "--case", case, "--out", out),
+        f"{case} --jobs 1": lambda: run("compare.py", "--case", case, "--jobs", "1", "--out", out),
+    }
+    for name in ("train_step", "grad_location"):
+        sides[name] = lambda name=name: run("compare.py", "--case", name, "--out", out)
     timings = interleaved(
-        "start-up: harness.startup, train_step",
+        "one case: optimizer_trajectories --jobs 1 / split",
         sides,
-        also=["start-up: harness.startup, grad_location"],
+        also=["one case: train_step", "one case: grad_location"],
         min_rounds=2,
         warmup_rounds=1,
         max_rounds=5,

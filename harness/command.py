@@ -20,6 +20,7 @@ what is wrong; never a traceback).
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -69,12 +70,24 @@ def version() -> str:
         return "unknown"
 
 
+class _Version(argparse.Action):
+    """``--version``, with the version looked up only when asked for (``importlib.metadata``
+    is not free, and every run would pay for it while the parser is built)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"{parser.prog} {version()}")  # on stdout, as argparse's own version action
+        parser.exit()
+
+
 def build_parser(prog: str = "conformance") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Diff two side JSON files (A.json B.json), or run the cases (no files).",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     parser.add_argument("files", nargs="*", metavar="FILE", help="two side files: A.json B.json")
     tol = parser.add_argument_group("tolerance (replaces the per-dtype defaults for every key)")
     tol.add_argument("--atol", type=non_negative_float, help="absolute tolerance")
@@ -106,7 +119,9 @@ def build_parser(prog: str = "conformance") -> argparse.ArgumentParser:
     cases.add_argument("--update-golden", action="store_true", help="rewrite the goldens")
     cases.add_argument("--force", action="store_true", help="bless goldens even if checks fail")
     # No default here: None tells "not given" from "--jobs 1", so file mode can refuse it.
-    cases.add_argument("--jobs", type=positive_int, metavar="N", help="worker processes (1)")
+    cases.add_argument(
+        "--jobs", type=positive_int, metavar="N", help="worker processes (default: the CPUs)"
+    )
     cases.add_argument("--shard", metavar="K/N", help="run the K-th of N slices of the cases")
     cases.add_argument("--out", metavar="DIR", help="write side files here (default out/)")
     cases.add_argument("--golden-dir", metavar="DIR", help="goldens folder (default golden/)")
@@ -131,12 +146,20 @@ def main(
     *,
     prog: str = "conformance",
     project: Path | None = None,
+    program: bool = False,
 ) -> int:
     """The program; ``project`` is the ``pyproject.toml`` to read (default: the nearest one
-    to the working folder)."""
+    to the working folder).
+
+    ``program``: this process is the program itself (``compare.py``, the ``conformance``
+    script), with nothing else running in it. Case mode may then fork its worker processes
+    from it, and ``--jobs`` defaults to the usable CPUs; called as a function (tests, other
+    programs), ``--jobs`` defaults to 1 and workers come from a fork server.
+    """
     parser = build_parser(prog)
     args = parser.parse_args(argv)  # usage errors exit 2 through argparse
     args.prog = prog
+    args.program = program
     if len(args.files) == 1:
         parser.error(f"expected two files to compare (A.json B.json), got one: {args.files[0]}")
     if len(args.files) > 2:
@@ -155,12 +178,19 @@ def main(
     if empty:  # Path("") is ".": an empty --out would write into the current folder
         parser.error(f"{empty[0]}: empty file or folder name ('')")
     if not args.files:
-        args.jobs = args.jobs or 1
+        args.jobs = args.jobs or (usable_cpus() if program else 1)
         return run_cases_main(args, project)
     try:
         return compare_files(args)
     except UsageError as exc:
         return error(prog, str(exc))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 def mismatch_limit(args: argparse.Namespace) -> int | None:
@@ -300,7 +330,7 @@ def _warn_env(prog: str, side_a: Any, side_b: Any) -> None:
 
 def console_main() -> None:
     """The ``conformance`` console script: ``main``, then exit without the final collection."""
-    code = main()
+    code = main(program=True)
     startup.skip_final_collection()
     sys.exit(code)
 
@@ -351,6 +381,7 @@ def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
         return error(args.prog, str(exc))
     except Exception as exc:  # a case file that does not import: where, in one line
         return error(args.prog, _import_failure(exc, dirs.cases))
+    fork = _fork_workers(args, session.parallel(cases, args.jobs))
     progress = session.Progress(len(cases), stream=sys.stderr)
     reports = session.run_cases(
         cases,
@@ -362,6 +393,7 @@ def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
         threads=project.threads,
         tolerances=project.tolerances,
         limit=mismatch_limit(args),
+        fork=fork,
     )
     failing = [r for r in reports if not r.ok]
     for report in reports if args.verbose else filter(text.worth_reporting, reports):
@@ -374,6 +406,20 @@ def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
     emit(text.render_summary(reports, stale, allow_stale=args.allow_stale, pruned=pruned))
     files.write_case_reports(reports, args)
     return exit_code(not failing and (not stale or args.allow_stale))
+
+
+def _fork_workers(args: argparse.Namespace, parallel: bool) -> bool:
+    """Whether this run forks its workers from this process (``session.run_cases(fork=)``).
+
+    Only a program (``main(program=True)``) that has run nothing but imports so far
+    (``startup.fork_is_safe``) does. It then imports ``torch._dynamo`` before forking, once
+    for every worker: each ``torch.optim`` optimizer imports it (``harness.startup``), and a
+    worker would otherwise pay for that import on its own.
+    """
+    if not parallel or not getattr(args, "program", False) or not startup.fork_is_safe():
+        return False
+    startup.import_torch(dynamo=True)
+    return startup.fork_is_safe()
 
 
 def _import_failure(exc: Exception, cases_dir: Path) -> str:

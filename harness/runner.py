@@ -9,6 +9,7 @@ experiment once; ``harness.session`` runs many cases (shards, worker processes, 
 from __future__ import annotations
 
 import contextlib
+import pickle
 import random
 import time
 import traceback
@@ -164,13 +165,16 @@ def run_case(
     repeat: bool = True,
     sidecar_threshold: int = record.SIDECAR_THRESHOLD,
     threads: int = THREADS,
+    float64: bool = True,
 ) -> CaseRun:
     """Run both sides (twice, to tell non-determinism from non-conformance), write ``out/``.
 
     Each side is written with ``record.write_side`` (atomic; tensors above the threshold go
     to ``.npy`` sidecars) before the second run, so a side that mutates shared state cannot
     change what the first run recorded. Values are compared as decoded from the written
-    files, so a check sees exactly what the golden stores.
+    files, so a check sees exactly what the golden stores. ``float64=False`` leaves out the
+    float64 reruns of a case that has them: the caller runs them (``float64_runs``, maybe in
+    another process) and adds them with ``add_float64``.
     """
     with pinned("torch", threads):  # thread counts as the sides run with them
         env = environment.probe()
@@ -191,29 +195,72 @@ def run_case(
             run.raised = side_error(case, side, exc, rerun=True)
             return run
         _compare_runs(run, side, again, folder, sidecar_threshold)
-    if case.needs_float64:
-        _run_float64(run, folder, sidecar_threshold, repeat, threads)
+    if float64 and case.needs_float64:
+        add_float64(run, float64_runs(case, threads, repeat), folder, sidecar_threshold)
     return run
 
 
-def _run_float64(
-    run: CaseRun, folder: Path, threshold: int, repeat: bool, threads: int = THREADS
-) -> None:
-    """The float64 reruns: ``out/<case>/<side>.float64.json``, checked for determinism like
-    the float32 runs (a difference is recorded as ``<side>.float64`` in ``nondeterministic``)."""
+@dataclass
+class Float64Runs:
+    """The float64 reruns of a case's sides, as run, before anything is written (they pickle:
+    a worker process can run them while another runs the float32 runs).
+
+    ``runs``: ``(side, first, again)`` per side run, in ``SIDES`` order, ``first`` pickled as
+    soon as it returned (so a rerun that mutates shared state cannot change it), ``again``
+    None without ``repeat``. ``error`` / ``raised``: the side that raised (no later side
+    ran); ``rerun_raised``: it was that side's rerun, so its first run is the last of ``runs``.
+    """
+
+    runs: list[tuple[str, bytes, dict[str, Any] | None]] = field(default_factory=list)
+    error: str | None = None
+    raised: SideError | None = None
+    rerun_raised: bool = False
+
+
+def float64_runs(case: Case, threads: int = THREADS, repeat: bool = True) -> Float64Runs:
+    """Run each side in float64, twice (once without ``repeat``), stopping at an error."""
+    found = Float64Runs()
     for side in SIDES:
-        stem = f"{side}.{FLOAT64}"
+        first: bytes | None = None
         try:
-            first = run_side(run.case, side, threads, FLOAT64)
-            path = folder / f"{stem}.json"
-            text = record.write_side(
-                path, run.case.name, side, first, run.env, sidecar_threshold=threshold
-            )
-            again = run_side(run.case, side, threads, FLOAT64) if repeat else None
+            first = pickle.dumps(run_side(case, side, threads, FLOAT64))
+            again = run_side(case, side, threads, FLOAT64) if repeat else None
         except Exception as exc:  # a case error is a finding to report, not a crash
+            if first is not None:  # written all the same, as a first run always is
+                found.runs.append((side, first, None))
+                found.rerun_raised = True
+            found.error = f"{side}_side(dtype={FLOAT64}) raised {exc!r}"
+            found.raised = side_error(case, side, exc)
+            return found
+        found.runs.append((side, first, again))
+    return found
+
+
+def add_float64(run: CaseRun, found: Float64Runs, folder: Path, threshold: int) -> None:
+    """Write the float64 reruns to ``out/<case>/<side>.float64.json`` and add them to the run,
+    checked for determinism like the float32 runs (a difference is recorded as
+    ``<side>.float64`` in ``nondeterministic``); a side that raised ends the run with its
+    error. Nothing is written after a float32 error: the reruns would not have run."""
+    if run.error:
+        return
+    for i, (side, pickled, again) in enumerate(found.runs):
+        stem = f"{side}.{FLOAT64}"
+        path = folder / f"{stem}.json"
+        try:  # a value that cannot be written is the side's error, as in the float32 runs
+            text = record.write_side(
+                path,
+                run.case.name,
+                side,
+                pickle.loads(pickled),
+                run.env,
+                sidecar_threshold=threshold,
+            )
+        except Exception as exc:
             run.error = f"{side}_side(dtype={FLOAT64}) raised {exc!r}"
             run.raised = side_error(run.case, side, exc)
             return
+        if found.rerun_raised and i == len(found.runs) - 1:
+            break  # this side's rerun raised: its first run is written, nothing more
         run.values64[side] = record.read_side(path, data=text.encode("ascii")).values
         if (
             again is not None
@@ -226,6 +273,8 @@ def _run_float64(
                 title=f"{run.case.name}: {side} float64 run 1 vs run 2",
                 labels=("run1", "run2"),
             )
+    if found.error:
+        run.error, run.raised = found.error, found.raised
 
 
 def _write_out(run: CaseRun, side: str, values: Mapping, folder: Path, threshold: int) -> None:
@@ -282,6 +331,21 @@ def check_case(
     """
     started = time.perf_counter()
     run = run_case(case, out_dir, threads=threads)
+    return judge_case(run, update=update, force=force, golden_dir=golden_dir, limit=limit,
+                      started=started)  # fmt: skip
+
+
+def judge_case(
+    run: CaseRun,
+    *,
+    update: bool = False,
+    force: bool = False,
+    golden_dir: Path = GOLDEN_DIR,
+    limit: int | None = LIMIT,
+    started: float,
+) -> CaseReport:
+    """The second half of ``check_case``: evaluate the checks of a finished run, compare (or
+    rewrite) its goldens; the report's seconds run from ``started`` (``time.perf_counter``)."""
     checks = evaluate(run, limit=limit)
     agrees_hold = all(c.ok for c in checks if c.kind == CheckKind.AGREE)
     judge = _Judge(update, force, agrees_hold, golden_dir, limit)

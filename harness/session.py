@@ -1,6 +1,12 @@
 """Running many cases in one invocation: which cases (names, shards), in how many worker
 processes, with a progress line per finished case; the results come back in case order.
 
+Workers come from a fork server by default (safe in any caller). A program that has run no
+computation yet (``compare.py``: only imports, see ``harness.startup.fork_is_safe``) passes
+``fork=True`` instead: its workers are forked from it and inherit its imports and loaded cases,
+so none pays for ``import torch`` (or ``torch._dynamo``) again. Either way the longest-looking
+cases start first (``longest_first``) and the reports come back in case order.
+
 Like the runner it returns results and never prints on its own: ``Progress`` writes to the
 stream its caller gives it (``compare.py`` passes stderr).
 """
@@ -8,6 +14,7 @@ stream its caller gives it (``compare.py`` passes stderr).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import multiprocessing
 import os
 import sys
@@ -18,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import golden
+from harness import golden, record
 from harness.case import (
     CASES_DIR,
     GOLDEN_DIR,
@@ -31,7 +38,16 @@ from harness.case import (
 from harness.mismatches import LIMIT
 from harness.project import with_tolerances
 from harness.results import CaseReport
-from harness.runner import THREADS, check_case
+from harness.runner import (
+    THREADS,
+    CaseRun,
+    Float64Runs,
+    add_float64,
+    check_case,
+    float64_runs,
+    judge_case,
+    run_case,
+)
 from harness.tolerances import Tolerance
 
 
@@ -115,6 +131,7 @@ def run_cases(
     threads: int = THREADS,
     tolerances: Mapping[str, Tolerance] | None = None,
     limit: int | None = LIMIT,
+    fork: bool = False,
 ) -> list[CaseReport]:
     """Run the cases, in ``jobs`` worker processes when there is more than one.
 
@@ -122,31 +139,136 @@ def run_cases(
     share a file: each case writes only ``out/<case>/`` and ``golden/<case>/``, every write is
     atomic (unique temporary file, then rename), and the reports come back in case order
     whatever order the workers finish in. ``threads``, ``tolerances`` and ``limit``: see
-    ``Settings``.
+    ``Settings``. ``fork``: fork the workers from this process (only when
+    ``harness.startup.fork_is_safe()``), else start them from a fork server.
     """
     settings = Settings(update, force, threads, dict(tolerances or {}), limit)
     done = on_done or (lambda report: None)
-    if jobs <= 1 or len(cases) <= 1:
+    if not parallel(cases, jobs):
         reports = []
         for case in cases:  # already loaded: no second import of the case file
             reports.append(_check(case, settings, dirs))
             done(reports[-1])
         return reports
-    names = [c.name for c in cases]
     by_name: dict[str, CaseReport] = {}
-    workers = min(jobs, len(names), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as pool:
-        futures = {pool.submit(check_by_name, n, settings, dirs): n for n in names}
-        for future in as_completed(futures):
-            by_name[futures[future]] = report = future.result()
-            done(report)
-    return [by_name[n] for n in names]
+    parts = _Parts({c.name: c for c in cases}, settings, dirs)
+    tasks = [(c.name, part) for c in longest_first(cases, dirs) for part in _parts_of(c)]
+    workers = min(jobs, len(tasks), os.cpu_count() or 1)
+    context = _forked(cases) if fork else _worker_context()
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {pool.submit(_TASKS[p], n, settings, dirs): (n, p) for n, p in tasks}
+            for future in as_completed(futures):
+                name, part = futures[future]
+                report = parts.add(name, part, future.result())
+                if report is not None:
+                    by_name[name] = report
+                    done(report)
+    finally:
+        _INHERITED.clear()
+    return [by_name[c.name] for c in cases]
+
+
+def parallel(cases: Sequence[Case], jobs: int) -> bool:
+    """Whether ``run_cases`` uses worker processes: more than one job and more than one task
+    (a case, or the float32 and the float64 half of a case with float64 reruns)."""
+    return jobs > 1 and (len(cases) > 1 or any(c.needs_float64 for c in cases))
+
+
+def longest_first(cases: Sequence[Case], dirs: Dirs = Dirs()) -> list[Case]:
+    """The order in which workers take the cases: the longest-looking first, so that a long
+    case does not start last while the other workers sit idle (the reports keep case order).
+
+    Nothing is timed: a case's goldens measure how much it records, and a case with float64
+    reruns (``needs_float64``) runs each side four times instead of twice. A case without
+    goldens yet counts as empty; ties keep name order.
+    """
+
+    def weight(case: Case) -> int:
+        folder = dirs.golden / case.name
+        size = sum(p.stat().st_size for p in folder.glob("*.json")) if folder.is_dir() else 0
+        return size * (2 if case.needs_float64 else 1)
+
+    return sorted(cases, key=weight, reverse=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker tasks. A case without float64 reruns is one task (``check_by_name``). A case with them
+# is two, which two workers can run at once: its float32 runs (``run_by_name``: out/ written,
+# the reruns compared) and its float64 reruns (``float64_by_name``: run, not yet written); the
+# parent then writes the float64 files, evaluates the checks and judges the goldens
+# (``_Parts``), as ``check_case`` does in one process. Both halves run with the seeds and
+# threads pinned per side run, so where they run does not change a value.
+
+WHOLE, FLOAT32, FLOAT64 = "whole", "float32", "float64"
+
+# The cases of a forked run, by name: a forked worker inherits them (a Case holds functions).
+_INHERITED: dict[str, Case] = {}
 
 
 def check_by_name(name: str, settings: Settings = Settings(), dirs: Dirs = Dirs()) -> CaseReport:
     """Worker entry: load one case by name (a Case holds functions: it is not picklable)."""
+    return _check(_case_named(name, dirs), settings, dirs)
+
+
+def run_by_name(name: str, settings: Settings, dirs: Dirs) -> tuple[CaseRun, float]:
+    """Worker entry: the float32 runs of a case (no float64 reruns) and when they started;
+    the run comes back without its case (functions do not pickle)."""
+    started = time.perf_counter()
+    run = run_case(_case_named(name, dirs), dirs.out, threads=settings.threads, float64=False)
+    return dataclasses.replace(run, case=None), started
+
+
+def float64_by_name(name: str, settings: Settings, dirs: Dirs) -> tuple[Float64Runs, float]:
+    """Worker entry: the float64 reruns of a case and when they started."""
+    started = time.perf_counter()
+    return float64_runs(_case_named(name, dirs), settings.threads), started
+
+
+_TASKS = {WHOLE: check_by_name, FLOAT32: run_by_name, FLOAT64: float64_by_name}
+
+
+def _parts_of(case: Case) -> tuple[str, ...]:
+    return (FLOAT32, FLOAT64) if case.needs_float64 else (WHOLE,)
+
+
+def _case_named(name: str, dirs: Dirs) -> Case:
+    """The case as a forked worker inherited it, else loaded from its file."""
+    if name in _INHERITED:
+        return _INHERITED[name]
     (case,) = discover([name], dirs.cases)
-    return _check(case, settings, dirs)
+    return case
+
+
+@dataclass
+class _Parts:
+    """The halves of split cases as they come back; a case's report once it is complete."""
+
+    cases: Mapping[str, Case]
+    settings: Settings
+    dirs: Dirs
+    halves: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, name: str, part: str, result: Any) -> CaseReport | None:
+        if part == WHOLE:
+            return result
+        halves = self.halves.setdefault(name, {})
+        halves[part] = result
+        if len(halves) < 2:
+            return None
+        del self.halves[name]  # a case named twice on the command line pairs up twice
+        (run, started32), (found, started64) = halves[FLOAT32], halves[FLOAT64]
+        case = with_tolerances(self.cases[name], self.settings.tolerances)
+        run = dataclasses.replace(run, case=case)
+        add_float64(run, found, self.dirs.out / name, record.SIDECAR_THRESHOLD)
+        return judge_case(
+            run,
+            update=self.settings.update,
+            force=self.settings.force,
+            golden_dir=self.dirs.golden,
+            limit=self.settings.limit,
+            started=min(started32, started64),
+        )
 
 
 def _check(case: Case, settings: Settings, dirs: Dirs) -> CaseReport:
@@ -171,6 +293,21 @@ def _worker_context() -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["harness.session", "torch"])
     return context
+
+
+def _forked(cases: Sequence[Case]) -> multiprocessing.context.BaseContext:
+    """Workers forked from this process, with ``cases`` for them to inherit.
+
+    A fork copies the process as it is: its imports (torch, ``torch._dynamo``, the engine),
+    the loaded case files and the frozen garbage-collector generation, at no import cost.
+    Safe only before any torch or OpenMP thread pool runs (see ``_worker_context``), so the
+    caller checks ``harness.startup.fork_is_safe()`` first. ``gc.freeze()`` right before the
+    fork, as the ``gc`` documentation advises for a process that forks without exec: the
+    workers' collections then skip (and do not write to, so do not copy) the parent's objects.
+    """
+    _INHERITED.update((c.name, c) for c in cases)
+    gc.freeze()
+    return multiprocessing.get_context("fork")
 
 
 class Progress:

@@ -15,11 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 FAST_CASES = ["param_ids", "grad_edit", "grad_location"]  # repo cases that run in ~50 ms
 
 
-def run_script(tmp_path: Path, name: str, hash_seed: str) -> subprocess.CompletedProcess:
+def run_script(
+    tmp_path: Path, name: str, hash_seed: str, cases=FAST_CASES, *extra: str
+) -> subprocess.CompletedProcess:
     """compare.py on the fast cases into fresh out/ and golden/ folders of its own."""
     folders = [f"--out={tmp_path / name / 'out'}", f"--golden-dir={tmp_path / name / 'golden'}"]
     return subprocess.run(
-        [sys.executable, str(ROOT / "compare.py"), "--case", *FAST_CASES, *folders],
+        [sys.executable, str(ROOT / "compare.py"), "--case", *cases, *folders, *extra],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -40,6 +42,21 @@ def test_two_script_runs_write_byte_identical_files(tmp_path, tree):
     assert tree(tmp_path / "run2" / "golden") == tree(tmp_path / "run1" / "golden")
     # The reports too, up to the folder names they print (timings go to stderr).
     assert second.stdout.replace("run2", "run1") == first.stdout
+
+
+def test_forked_workers_write_the_bytes_of_one_process(tmp_path, tree):
+    """compare.py forks its workers (and splits a case with float64 reruns over two of
+    them); --jobs 1 runs everything in one process: the same files and report either way."""
+    cases = [*FAST_CASES, "grad_accumulation"]  # float64 reruns, about 0.3 s
+    forked = run_script(tmp_path, "many", "1", cases)
+    alone = run_script(tmp_path, "single", "1", cases, "--jobs", "1")
+    assert forked.returncode == alone.returncode == 1  # empty golden folders: goldens missing
+    assert "Traceback" not in forked.stderr + alone.stderr
+    written = tree(tmp_path / "single" / "out")
+    assert "grad_accumulation/engine.float64.json" in written
+    assert tree(tmp_path / "many" / "out") == written
+    assert tree(tmp_path / "many" / "golden") == tree(tmp_path / "single" / "golden")
+    assert forked.stdout.replace("/many/", "/single/") == alone.stdout
 
 
 SEEDED_BY_THE_HARNESS = '''"""Unseeded draws from every generator: the harness seeds them."""

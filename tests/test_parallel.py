@@ -2,6 +2,8 @@
 ``--shard K/N`` splits the cases exactly, and concurrent writers never tear a file."""
 
 import json
+import subprocess
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -9,8 +11,17 @@ import pytest
 
 import compare
 from harness import record
-from harness.case import case_paths
-from harness.session import Dirs, Settings, _worker_context, check_by_name, select_shard
+from harness.case import case_paths, discover, load_case
+from harness.session import (
+    Dirs,
+    Settings,
+    _worker_context,
+    check_by_name,
+    longest_first,
+    parallel,
+    run_cases,
+    select_shard,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = '''"""Synthetic case {name}: seeded draws, one agreeing and one documented-free check."""
@@ -143,3 +154,202 @@ def test_make_test_keeps_the_items_of_one_case_on_one_worker():
     runs once per session (the outcome cache is per process) and its writes never race."""
     recipe = (ROOT / "Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
     assert "-n auto" in recipe and "--dist loadfile" in recipe
+
+
+# -- cases with float64 reruns: two tasks, joined by the parent --------------------------------
+
+TRAJECTORY_CASE = '''"""Synthetic trajectory case {name}: a seeded walk, float64 reruns, {what}."""
+import numpy as np
+from harness.case import trajectory
+
+FLOAT64_CALLS = []
+
+
+def walk(dtype, side):
+    dtype = str(dtype).removeprefix("torch.")
+    if dtype == "float64":
+        FLOAT64_CALLS.append(side)
+        {float64_body}
+    {body}
+    steps = np.random.rand(20).astype(dtype) - np.asarray(0.5, dtype)
+    return {{"w": np.cumsum(steps), "n": 20}}
+
+
+def torch_side(dtype="float32"):
+    return walk(dtype, "torch")
+
+
+def engine_side(dtype="float32"):
+    return walk(dtype, "engine")
+
+
+CHECKS = [trajectory("w")]
+'''
+TRAJECTORY_VARIANTS = {
+    "t_plain": ("both halves run", "pass", "pass"),
+    "t_engine_float64_raises": (
+        "the engine's first float64 run raises",
+        'if side == "engine": raise ValueError("no float64")',
+        "pass",
+    ),
+    "t_torch_rerun_raises": (
+        "PyTorch's float64 rerun raises",
+        'if len(FLOAT64_CALLS) == 2: raise RuntimeError("second float64 run")',
+        "pass",
+    ),
+    "t_float32_raises": (
+        "the float32 run raises, so no float64 rerun is written",
+        "pass",
+        'if str(dtype).endswith("float32") and side == "engine": raise KeyError("f32")',
+    ),
+}
+
+
+@pytest.fixture
+def mixed_cases_dir(cases_dir):
+    """The five plain cases and four with float64 reruns, three of which raise somewhere."""
+    for name, (what, float64_body, body) in TRAJECTORY_VARIANTS.items():
+        text = TRAJECTORY_CASE.format(name=name, what=what, float64_body=float64_body, body=body)
+        (cases_dir / f"{name}.py").write_text(text)
+    return cases_dir
+
+
+def test_split_float64_cases_give_the_results_and_bytes_of_jobs_1(
+    tmp_path, capsys, mixed_cases_dir, tree
+):
+    serial = run(capsys, tmp_path, mixed_cases_dir, "serial", "--jobs", "1")
+    parallel = run(capsys, tmp_path, mixed_cases_dir, "parallel", "--jobs", "2")
+    errors = {c["case"]: c["error"] for c in serial[3]["cases"] if c["error"]}
+    assert errors == {
+        "t_engine_float64_raises": "engine_side(dtype=float64) raised ValueError('no float64')",
+        "t_float32_raises": "engine_side raised KeyError('f32')",
+        "t_torch_rerun_raises": (
+            "torch_side(dtype=float64) raised RuntimeError('second float64 run')"
+        ),
+    }
+    assert comparable(parallel[3], "parallel") == comparable(serial[3], "serial")
+    assert parallel[1].replace("parallel", "serial") == serial[1]
+    written = tree(tmp_path / "serial" / "out")
+    float64_files = sorted(p for p in written if ".float64." in p)
+    assert float64_files == [
+        "t_engine_float64_raises/torch.float64.json",  # written before the engine's raised
+        "t_plain/engine.float64.json",
+        "t_plain/torch.float64.json",
+        "t_torch_rerun_raises/torch.float64.json",  # its first run, written as always
+    ]
+    assert tree(tmp_path / "parallel" / "out") == written
+    assert tree(tmp_path / "parallel" / "golden") == tree(tmp_path / "serial" / "golden")
+
+
+def test_compare_py_forks_its_workers_and_writes_the_bytes_of_jobs_1(
+    tmp_path, capsys, mixed_cases_dir, tree
+):
+    """As a program, compare.py runs with --jobs defaulting to the CPUs, its workers forked
+    from itself (harness.startup.fork_is_safe): the same reports and files as --jobs 1."""
+    serial = run(capsys, tmp_path, mixed_cases_dir, "serial", "--jobs", "1")
+    label = "program"
+    folders = [f"--cases-dir={mixed_cases_dir}", f"--out={tmp_path / label / 'out'}",
+               f"--golden-dir={tmp_path / label / 'golden'}",
+               f"--json={tmp_path / label / 'report.json'}"]  # fmt: skip
+    probe = "import sys, compare; from harness import command, startup; "
+    forked = []
+    script = (  # compare.py's own entry point, recording whether run_cases was told to fork
+        probe + "from harness import session; real = session.run_cases\n"
+        "def spy(*a, **k):\n"
+        "    print('fork', k['fork'], file=sys.stderr); return real(*a, **k)\n"
+        "session.run_cases = spy\n"
+        "code = compare.main(sys.argv[1:], program=True); startup.skip_final_collection()\n"
+        "sys.exit(code)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *folders], cwd=ROOT, capture_output=True, text=True
+    )
+    forked = [line for line in proc.stderr.splitlines() if line.startswith("fork ")]
+    assert proc.returncode == serial[0] == 1, proc.stderr
+    assert forked == ["fork True"]
+    report = json.loads((tmp_path / label / "report.json").read_text())
+    assert comparable(report, label) == comparable(serial[3], "serial")
+    assert proc.stdout.replace(label, "serial") == serial[1]
+    assert tree(tmp_path / label / "out") == tree(tmp_path / "serial" / "out")
+    assert tree(tmp_path / label / "golden") == tree(tmp_path / "serial" / "golden")
+
+
+def test_longest_looking_cases_start_first(tmp_path, mixed_cases_dir):
+    cases = [load_case(p) for p in case_paths(mixed_cases_dir)]
+    golden_dir = tmp_path / "golden"
+    for name, size in {"alpha": 300, "bravo": 500, "t_plain": 200, "t_float32_raises": 100}.items():
+        (golden_dir / name).mkdir(parents=True)
+        (golden_dir / name / "torch.json").write_text("x" * size)
+    order = [c.name for c in longest_first(cases, Dirs(mixed_cases_dir, golden_dir))]
+    # float64 reruns count twice: t_plain (2 x 200) before alpha (300); no goldens: name order
+    assert order == ["bravo", "t_plain", "alpha", "t_float32_raises", "charlie", "delta", "echo",
+                     "t_engine_float64_raises", "t_torch_rerun_raises"]  # fmt: skip
+
+
+def test_a_single_case_with_float64_reruns_is_split_over_two_workers(mixed_cases_dir):
+    (case,) = discover(["t_plain"], mixed_cases_dir)
+    (plain,) = discover(["alpha"], mixed_cases_dir)
+    assert parallel([case], jobs=2) and not parallel([case], jobs=1)
+    assert not parallel([plain], jobs=2) and parallel([plain, plain], jobs=2)
+
+
+def test_jobs_defaults_to_the_usable_cpus_in_a_program_only(monkeypatch):
+    from harness import command
+
+    seen = []
+    monkeypatch.setattr(command, "_case_runner", lambda: lambda names, args: seen.append(args))
+    compare.main([], program=True)
+    compare.main([])
+    compare.main(["--jobs", "3"], program=True)
+    assert [(a.jobs, a.program) for a in seen] == [
+        (command.usable_cpus(), True),
+        (1, False),
+        (3, True),
+    ]
+
+
+MUTATING_CASE = '''"""Synthetic trajectory case: float64 runs return one array, changed in place."""
+import numpy as np
+from harness.case import trajectory
+
+SHARED = np.zeros(3)
+
+
+def side(dtype):
+    if str(dtype).endswith("float64"):
+        SHARED[:] += 1.0  # the rerun changes what the first run returned
+        return {"w": SHARED}
+    return {"w": np.zeros(3, np.float32)}
+
+
+def torch_side(dtype="float32"):
+    return side(dtype)
+
+
+def engine_side(dtype="float32"):
+    return {"w": np.zeros(3, str(dtype).removeprefix("torch."))}
+
+
+CHECKS = [trajectory("w")]
+'''
+
+
+def test_a_float64_rerun_cannot_change_what_the_first_run_recorded(tmp_path, tree):
+    """The first float64 run is kept (pickled) before its rerun, in a worker as in one process,
+    so the file holds the first run's values and the rerun's change is non-determinism."""
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    (folder / "mutating.py").write_text(MUTATING_CASE)
+    (folder / "alpha.py").write_text(CASE.format(name="alpha", n=1))
+    reports = {}
+    for label, jobs in (("serial", 1), ("parallel", 2)):
+        dirs = Dirs(folder, tmp_path / label / "golden", tmp_path / label / "out")
+        reports[label] = run_cases(discover([], folder), jobs=jobs, dirs=dirs)
+    mutating = next(r for r in reports["serial"] if r.case == "mutating")
+    assert mutating.nondeterministic == ("torch.float64",)
+    written = record.read_side(tmp_path / "serial" / "out" / "mutating" / "torch.float64.json")
+    assert written.values["w"].tolist() == [1.0, 1.0, 1.0]  # the first run's, not the rerun's
+    assert [r.nondeterministic for r in reports["parallel"]] == [
+        r.nondeterministic for r in reports["serial"]
+    ]
+    assert tree(tmp_path / "parallel" / "out") == tree(tmp_path / "serial" / "out")

@@ -51,3 +51,37 @@ def test_collector_state_is_restored_even_when_the_block_raises(unfrozen, enable
         import harness.no_such_module  # noqa: F401
     assert gc.isenabled() is enabled
     assert gc.get_freeze_count() > 0
+
+
+_FORK_PROBE = """
+import sys
+from harness import startup
+before = startup.fork_is_safe()
+torch = startup.import_torch()
+imported = startup.fork_is_safe()
+torch.set_num_threads(2)
+torch.ones(1 << 22).add(1).sum()  # large enough to start torch's pool of threads
+print(before, imported, startup.fork_is_safe())
+startup.skip_final_collection()
+"""
+
+
+@pytest.mark.skipif(startup.os_threads() is None, reason="no /proc/self/task")
+def test_fork_is_safe_until_a_thread_pool_starts():
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORK_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    # not before torch is imported here, then yes, then no once torch's pool runs
+    assert proc.stdout.split() == ["False", "True", "False"]
+
+
+def test_fork_is_never_safe_where_torch_was_imported_by_someone_else():
+    """Who imported torch first may have started anything since: only import_torch knows."""
+    probe = "import torch\nfrom harness import startup\nstartup.import_torch()\n"
+    probe += "print(startup.fork_is_safe())"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False"]
