@@ -81,6 +81,15 @@ def zero_where(mask: np.ndarray, g: np.ndarray) -> np.ndarray:
     return bits.view(g.dtype)
 
 
+def scatter_added(shape: tuple[int, ...], index, g: np.ndarray) -> np.ndarray:
+    """Zeros of `shape` with `g` added at `index`: the gradient of a gather (burn-autodiff's
+    scatter with `Add`). An element gathered several times gets the sum of its gradients,
+    added one by one in `g`'s order (`np.add.at`), as flex's loop does."""
+    z = np.zeros(shape, dtype=g.dtype)
+    np.add.at(z, index, g)
+    return z
+
+
 def along_axis_index(indices: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
     """The fancy index that picks `indices` along `dim` (take_along_axis, without its overhead)."""
     index = list(_axis_ranges(indices.shape, dim))

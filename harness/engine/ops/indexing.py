@@ -14,6 +14,7 @@ from .arrays import (
     fmt,
     norm_dim,
     scalar_of,
+    scatter_added,
     unbroadcast,
     zero_where,
 )
@@ -71,10 +72,7 @@ def gather(x: Array, /, dim: int, indices: Array) -> tuple[Array, Gathered]:
 
 
 def gather_backward(s: Gathered, g: Array, tracked: Tracked) -> tuple[Grad]:
-    z = np.zeros(s.shape, dtype=g.dtype)
-    # Scatter-add: an index may be gathered several times and its gradients add up.
-    np.add.at(z, s.index, g)
-    return (z,)
+    return (scatter_added(s.shape, s.index, g),)
 
 
 GATHER = differentiable(

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from . import facts
-from .arrays import INT64, fmt, norm_dim, unbroadcast, zero_where
+from .arrays import INT64, fmt, norm_dim, scatter_added, unbroadcast, zero_where
 from .base import Array, Grad, Tracked, differentiable
 from .facts import (
     ALONG_DIM1,
@@ -207,9 +207,7 @@ def gather_nd(x: Array, /, indices: Array) -> tuple[Array, GatheredNd]:
 
 def gather_nd_backward(s: GatheredNd, g: Array, tracked: Tracked) -> tuple[Grad]:
     # burn-autodiff's `GatherNd`: scatter_nd with `Add` into zeros (repeated indices add up).
-    z = np.zeros(s.shape, dtype=g.dtype)
-    np.add.at(z, s.index, g)
-    return (z,)
+    return (scatter_added(s.shape, s.index, g),)
 
 
 GATHER_ND = differentiable(
