@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness.engine import Device, Tensor
+from harness.engine import Device, Tensor, module_ops
 
 PLAIN = Device.flex()
 AD = Device.flex().autodiff()
@@ -184,6 +184,14 @@ OPS = [
         MATRIX,
     ),
     Op("max_pair", lambda a, b: a.max_pair(b), torch.maximum, BINARY),
+    # The fused Linear node (burn-autodiff's `LinearWithBias`): input, weight, bias at once.
+    Op(
+        "linear",
+        lambda x, w, b: module_ops.linear(x, w, b),
+        lambda x, w, b: x @ w + b,
+        (((4, 3), (3, 5), (5,)), ((2, 4, 3), (3, 5), (5,)), ((1, 3), (3, 2), (1, 2))),
+        (ANY, ANY, ANY),
+    ),
     Op(
         "linear_layer",
         lambda x, w, b: (x.matmul(w) + b).relu().log_softmax(1),
