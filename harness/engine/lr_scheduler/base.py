@@ -46,12 +46,12 @@ def powi(base, exp: int):
     return one / result if recip else result
 
 
-def _check_initial_lr(initial_lr: float) -> None:
+def check_initial_lr(initial_lr: float) -> None:
     if initial_lr <= 0.0 or initial_lr > 1.0:
         raise ValueError(INITIAL_LR_RANGE)
 
 
-def _check_num_iters(num_iters: int) -> None:
+def check_num_iters(num_iters: int) -> None:
     if num_iters == 0:
         raise ValueError(NUM_ITERS_ZERO)
 
@@ -91,7 +91,7 @@ class ConstantLr(LrScheduler):
         return self.lr
 
 
-def _build_child(owner: str, index: int, config) -> LrScheduler:
+def build_child(owner: str, index: int, config) -> LrScheduler:
     """burn's `LrSchedulerConfig::build`: a float is a constant LR, a config is built."""
     if isinstance(config, (int, float)) and not isinstance(config, bool):
         return ConstantLr(float(config))
@@ -104,7 +104,7 @@ def _build_child(owner: str, index: int, config) -> LrScheduler:
     return build()
 
 
-def _children_record(schedulers: list[LrScheduler]) -> dict:
+def children_record(schedulers: list[LrScheduler]) -> dict:
     """burn's `with_record(index, child)`: each child's keys under `"<index>."`."""
     return {
         f"{index}.{key}": value
@@ -113,7 +113,7 @@ def _children_record(schedulers: list[LrScheduler]) -> dict:
     }
 
 
-def _load_children(schedulers: list[LrScheduler], record: dict) -> None:
+def load_children(schedulers: list[LrScheduler], record: dict) -> None:
     """burn's `record(index)`: each child reads the keys under its prefix."""
     for index, child in enumerate(schedulers):
         prefix = f"{index}."

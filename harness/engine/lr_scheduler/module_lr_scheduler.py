@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from harness.engine.lr_scheduler.base import (
     ConstantLr,
     LrScheduler,
-    _build_child,
-    _children_record,
-    _load_children,
+    build_child,
+    children_record,
+    load_children,
 )
 from harness.engine.module import Config
 from harness.engine.module.param_group import ParamGroup
@@ -121,11 +121,11 @@ class ModuleLrScheduler:
 
     def to_record(self) -> dict:
         """Each scheduler's record under `"<group index>."` (burn's `with_record`)."""
-        return _children_record([s for _, s in self.groups])
+        return children_record([s for _, s in self.groups])
 
     def load_record(self, record: dict) -> ModuleLrScheduler:
         """Each scheduler reads the keys under its index; returns this scheduler."""
-        _load_children([s for _, s in self.groups], record)
+        load_children([s for _, s in self.groups], record)
         return self
 
 
@@ -146,7 +146,7 @@ class ModuleLrSchedulerConfig(Config):
 
     def init(self) -> ModuleLrScheduler:
         owner = "ModuleLrSchedulerConfig"
-        policy = ModuleLrScheduler(_build_child(owner, 0, self.base))
+        policy = ModuleLrScheduler(build_child(owner, 0, self.base))
         for index, (group, config) in enumerate(self.scheduler_groups, start=1):
-            policy.groups.append((group, _build_child(owner, index, config)))
+            policy.groups.append((group, build_child(owner, index, config)))
         return policy

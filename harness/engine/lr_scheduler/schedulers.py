@@ -24,11 +24,11 @@ from harness.engine.lr_scheduler.base import (
     USIZE_MAX,
     WARMUP_ZERO,
     LrScheduler,
-    _build_child,
-    _check_initial_lr,
-    _check_num_iters,
-    _children_record,
-    _load_children,
+    build_child,
+    check_initial_lr,
+    check_num_iters,
+    children_record,
+    load_children,
     powi,
 )
 from harness.engine.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
@@ -52,10 +52,10 @@ class LinearLrSchedulerConfig(Config):
     num_iters: int
 
     def build(self) -> LinearLrScheduler:
-        _check_initial_lr(self.initial_lr)
+        check_initial_lr(self.initial_lr)
         if self.final_lr < 0.0 or self.final_lr > 1.0:
             raise ValueError(FINAL_LR_RANGE)
-        _check_num_iters(self.num_iters)
+        check_num_iters(self.num_iters)
         step_size = (self.final_lr - self.initial_lr) / float(self.num_iters)
         return LinearLrScheduler(self.final_lr, step_size, self.num_iters + 1)
 
@@ -99,10 +99,10 @@ class CosineAnnealingLrSchedulerConfig(Config):
     min_lr: float = 0.0
 
     def build(self) -> CosineAnnealingLrScheduler:
-        _check_initial_lr(self.initial_lr)
+        check_initial_lr(self.initial_lr)
         if self.min_lr < 0.0 or self.min_lr > self.initial_lr:
             raise ValueError(MIN_LR_RANGE)
-        _check_num_iters(self.num_iters)
+        check_num_iters(self.num_iters)
         return CosineAnnealingLrScheduler(self.min_lr, self.initial_lr, self.num_iters)
 
     init = _init_in_module_lr_scheduler
@@ -138,7 +138,7 @@ class ExponentialLrSchedulerConfig(Config):
     gamma: float
 
     def build(self) -> ExponentialLrScheduler:
-        _check_initial_lr(self.initial_lr)
+        check_initial_lr(self.initial_lr)
         if self.gamma <= 0.0 or self.gamma > 1.0:
             raise ValueError(GAMMA_RANGE)
         return ExponentialLrScheduler(self.initial_lr / self.gamma, self.gamma)
@@ -268,7 +268,7 @@ class ComposedLrSchedulerConfig(Config):
 
     def build(self) -> ComposedLrScheduler:
         children = [
-            _build_child("ComposedLrSchedulerConfig", i, c) for i, c in enumerate(self.schedulers)
+            build_child("ComposedLrSchedulerConfig", i, c) for i, c in enumerate(self.schedulers)
         ]
         return ComposedLrScheduler(children, self.reduction)
 
@@ -302,10 +302,10 @@ class ComposedLrScheduler(LrScheduler):
         return acc
 
     def to_record(self) -> dict:
-        return _children_record(self.schedulers)
+        return children_record(self.schedulers)
 
     def load_record(self, record: dict) -> ComposedLrScheduler:
-        _load_children(self.schedulers, record)
+        load_children(self.schedulers, record)
         return self
 
 
@@ -332,7 +332,7 @@ class SequentialLrSchedulerConfig(Config):
             if milestone == 0 or (index > 0 and milestone <= milestones[index - 1]):
                 raise ValueError(MILESTONE_ORDER)
         children = [
-            _build_child("SequentialLrSchedulerConfig", i, c) for i, c in enumerate(self.schedulers)
+            build_child("SequentialLrSchedulerConfig", i, c) for i, c in enumerate(self.schedulers)
         ]
         return SequentialLrScheduler(children, milestones)
 
@@ -355,9 +355,9 @@ class SequentialLrScheduler(LrScheduler):
         return lr
 
     def to_record(self) -> dict:
-        return {**super().to_record(), **_children_record(self.schedulers)}
+        return {**super().to_record(), **children_record(self.schedulers)}
 
     def load_record(self, record: dict) -> SequentialLrScheduler:
         super().load_record(record)
-        _load_children(self.schedulers, record)
+        load_children(self.schedulers, record)
         return self
