@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from harness.engine import Device, Tensor, module_ops
+from harness.engine.errors import ShapeError
 
 PLAIN = Device.flex()
 AD = Device.flex().autodiff()
@@ -377,6 +378,14 @@ def test_slice_assign_refuses_a_value_of_another_shape():
     a = Tensor.zeros((3, 2), AD)
     with pytest.raises(Exception, match=r"slice_assign: the value's shape \[1, 1\]"):
         a.slice_assign([(0, 1)], Tensor.zeros((1, 1), AD))
+
+
+def test_slice_assign_names_itself_for_a_bad_range():
+    a, value = Tensor.zeros((3, 2), AD), Tensor.zeros((1, 2), AD)
+    with pytest.raises(ShapeError, match=r"^slice_assign: range \(5, 6\) is out of bounds or "):
+        a.slice_assign([(5, 6)], value)
+    with pytest.raises(ShapeError, match=r"^slice_assign: 3 ranges for shape \[3, 2\]$"):
+        a.slice_assign([None, None, None], value)
 
 
 def test_gather_nd_checks_its_indices_like_burn():

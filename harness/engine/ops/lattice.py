@@ -32,7 +32,7 @@ from .facts import (
     menu,
 )
 from .indexing import check_indices
-from .shape import _to_slice
+from .shape import slice_index
 
 # ---- cumsum ---------------------------------------------------------------------------------
 
@@ -110,9 +110,7 @@ def slice_assign(x: Array, value: Array, /, ranges) -> tuple[Array, Assigned]:
     no element; here, as for `slice`, an empty or out-of-bounds range raises. PyTorch has no
     such method: its out-of-place counterpart is `torch.slice_scatter` (one dim at a time).
     """
-    if len(ranges) > x.ndim:
-        raise ShapeError(f"slice_assign: {len(ranges)} ranges for shape {fmt(x.shape)}")
-    index = tuple(_to_slice(r, axis, x.shape) for axis, r in enumerate(ranges))
+    index = slice_index("slice_assign", ranges, x.shape)
     out = x.copy()
     region = out[index].shape
     if value.shape != region:

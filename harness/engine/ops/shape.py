@@ -152,9 +152,7 @@ def slice_view(x: Array, /, ranges) -> tuple[Array, Sliced]:
     """Slice with one range per leading dim: `(start, end)`, `slice`, int `i` (i..i+1,
     dim kept) or None (whole dim). Negative bounds count from the end; a range out of
     bounds or selecting nothing raises (Python would clamp it silently)."""
-    if len(ranges) > x.ndim:
-        raise ShapeError(f"slice: {len(ranges)} ranges for shape {fmt(x.shape)}")
-    index = tuple(_to_slice(r, axis, x.shape) for axis, r in enumerate(ranges))
+    index = slice_index("slice", ranges, x.shape)
     return x[index], Sliced(x.shape, index)
 
 
@@ -164,7 +162,15 @@ def slice_backward(s: Sliced, g: Array, tracked: Tracked) -> tuple[Grad]:
     return (z,)
 
 
-def _to_slice(r, axis: int, shape: tuple[int, ...]) -> slice:
+def slice_index(op: str, ranges, shape: tuple[int, ...]) -> tuple[slice, ...]:
+    """burn's ranges (one per leading dim, see `slice_view`) as a NumPy index; too many
+    ranges, or one out of bounds or empty, raise a ShapeError naming `op`."""
+    if len(ranges) > len(shape):
+        raise ShapeError(f"{op}: {len(ranges)} ranges for shape {fmt(shape)}")
+    return tuple(_to_slice(op, r, axis, shape) for axis, r in enumerate(ranges))
+
+
+def _to_slice(op: str, r, axis: int, shape: tuple[int, ...]) -> slice:
     """One burn range as a Python slice; like burn, out-of-bounds or empty ranges raise."""
     if r is None:
         s = slice(None)
@@ -179,7 +185,7 @@ def _to_slice(r, axis: int, shape: tuple[int, ...]) -> slice:
     in_bounds = all(b is None or -n <= b <= n for b in (s.start, s.stop))
     if not in_bounds or (n and not len(range(*s.indices(n)))):
         raise ShapeError(
-            f"slice: range {r!r} is out of bounds or empty for dim {axis} of shape {fmt(shape)}"
+            f"{op}: range {r!r} is out of bounds or empty for dim {axis} of shape {fmt(shape)}"
         )
     return s
 
