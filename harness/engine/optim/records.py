@@ -253,17 +253,17 @@ def optimizer_pack(optim: ModuleOptimizer | LBFGS, module: Module | None = None)
     return Pack(tensors, scalars, paths)
 
 
-def optimizer_bytes(optim: ModuleOptimizer, module: Module | None = None) -> bytes:
+def optimizer_bytes(optim: ModuleOptimizer | LBFGS, module: Module | None = None) -> bytes:
     """burn's `ModuleOptimizer::into_bytes`."""
     return pack_bytes(optimizer_pack(optim, module))
 
 
-def save_optimizer(optim: ModuleOptimizer, path, module: Module | None = None) -> str:
+def save_optimizer(optim: ModuleOptimizer | LBFGS, path, module: Module | None = None) -> str:
     """burn's `ModuleOptimizer::save`, atomically; returns the path written."""
     return str(save_pack(path, optimizer_pack(optim, module)))
 
 
-def load_optimizer(optim: ModuleOptimizer, path, module: Module | None = None):
+def load_optimizer(optim: ModuleOptimizer | LBFGS, path, module: Module | None = None):
     """burn's `ModuleOptimizer::load`: `optim` with the file's state (strict, see above)."""
     path = resolve_load_path(path)
     try:
@@ -273,7 +273,7 @@ def load_optimizer(optim: ModuleOptimizer, path, module: Module | None = None):
     return _load_pack(optim, pack, str(path), module)
 
 
-def load_optimizer_bytes(optim: ModuleOptimizer, data: bytes, module: Module | None = None):
+def load_optimizer_bytes(optim: ModuleOptimizer | LBFGS, data: bytes, module: Module | None = None):
     """burn's `ModuleOptimizer::from_bytes`."""
     try:
         pack = unpack_bytes(data)
@@ -291,24 +291,38 @@ def _lbfgs_pack(state: LBFGSState) -> Pack:
 
 def _load_lbfgs(optim: LBFGS, pack: Pack, source: str) -> LBFGS:
     """burn's `LBFGS::load_record`, strict: every leaf present and typed."""
-    stored = pack.metadata.get(KIND_KEY)
-    if stored is not None and stored != "LBFGS":
-        raise RecordError(
-            f"{source}: {KIND_KEY}: the file holds optimizer kind {stored!r}, the optimizer is "
-            "'LBFGS'"
-        )
+    _check_kind(source, KIND_KEY, pack.metadata.get(KIND_KEY), "LBFGS")
     src = StateSource(pack.scalars)
     for t in pack.tensors:
         src.insert_tensor(t.name, t.array)
-    try:
-        value = strict_unflatten(_LBFGS, "", src)
-    except StateKeyError as exc:
-        raise RecordError(f"{source}: {exc.key}: {exc.problem} (LBFGS state)") from None
-    leftover = sorted(src.tensors)
-    if leftover:
-        raise RecordError(f"{source}: {leftover[0]}: unexpected tensor for an LBFGS state")
+    value = _unflatten(source, _LBFGS, "", src, "LBFGS")
+    _check_all_taken(source, src, "LBFGS")
     optim.state = LBFGSState(**value)
     return optim
+
+
+def _check_kind(source: str, key: str, stored: str | None, kind: str, where: str = "") -> None:
+    """The kind a file stores under `key` (None: not stored) is the kind loading into."""
+    if stored is not None and stored != kind:
+        known = "" if stored in LAYOUTS or stored == "LBFGS" else "unknown "
+        raise RecordError(
+            f"{source}: {key}: the file holds {known}optimizer kind {stored!r}, the optimizer "
+            f"is {kind!r}{where}"
+        )
+
+
+def _unflatten(source: str, layout: Layout, prefix: str, src: StateSource, kind: str) -> dict:
+    try:
+        return strict_unflatten(layout, prefix, src)
+    except StateKeyError as exc:
+        raise RecordError(f"{source}: {exc.key}: {exc.problem} ({kind} state)") from None
+
+
+def _check_all_taken(source: str, src: StateSource, kind: str) -> None:
+    """No tensor of the file is left over once every state has taken its own."""
+    leftover = sorted(src.tensors)
+    if leftover:
+        raise RecordError(f"{source}: {leftover[0]}: unexpected tensor for a {kind} state")
 
 
 def _load_pack(optim: ModuleOptimizer | LBFGS, pack: Pack, source: str, module: Module | None):
@@ -317,12 +331,8 @@ def _load_pack(optim: ModuleOptimizer | LBFGS, pack: Pack, source: str, module: 
     if isinstance(optim, LBFGS):
         return _load_lbfgs(optim, pack, source)
     base_kind = pack.metadata.get(KIND_KEY)
-    if base_kind == "LBFGS":  # one module-level state: no per-param layout to check against
-        kind = _kind_of(optim.optim, source)
-        raise RecordError(
-            f"{source}: {KIND_KEY}: the file holds optimizer kind 'LBFGS', the optimizer is "
-            f"{kind!r}"
-        )
+    if base_kind is not None and base_kind not in LAYOUTS:  # LBFGS or unknown: no per-param
+        _check_kind(source, KIND_KEY, base_kind, _kind_of(optim.optim, source))  # layout
     src = StateSource(pack.scalars)
     ranks: dict[int, int] = {}
     for key, s in pack.scalars.items():
@@ -344,24 +354,13 @@ def _load_pack(optim: ModuleOptimizer | LBFGS, pack: Pack, source: str, module: 
         path = pack.metadata.get(prefix)
         kind = _kind_of(groups.resolve(optim, param_id, path)[0], source)
         key = _kind_key(prefix) if _kind_key(prefix) in pack.metadata else KIND_KEY
-        stored = pack.metadata.get(key)
-        if stored is not None and stored != kind:
-            known = "" if stored in LAYOUTS else "unknown "
-            raise RecordError(
-                f"{source}: {key}: the file holds {known}optimizer kind {stored!r}, the "
-                f"optimizer is {kind!r} (param {prefix})"
-            )
-        try:
-            value = strict_unflatten(LAYOUTS[kind], prefix, src)
-        except StateKeyError as exc:
-            raise RecordError(f"{source}: {exc.key}: {exc.problem} ({kind} state)") from None
+        _check_kind(source, key, pack.metadata.get(key), kind, f" (param {prefix})")
+        value = _unflatten(source, LAYOUTS[kind], prefix, src, kind)
         records[param_id] = _from_value(kind, value)
         if path is not None:
             paths[param_id] = path
         _check_arrays(source, prefix, rank, value, params, pid)
-    leftover = sorted(src.tensors)
-    if leftover:
-        raise RecordError(f"{source}: {leftover[0]}: unexpected tensor for a {base_kind} state")
+    _check_all_taken(source, src, str(base_kind))
     # The loaded states are this call's own: no copy needed, only burn's routing.
     optim.records, optim.paths = records, paths
     groups.loaded(optim)
