@@ -682,3 +682,19 @@ def test_lbfgs_state_round_trips_through_a_file_exactly(tmp_path):
     assert (loaded.t, loaded.prev_loss, loaded.g_iter) == (state.t, state.prev_loss, state.g_iter)
     with pytest.raises(RecordError, match="holds optimizer kind 'LBFGS', the optimizer is 'Adam'"):
         load_optimizer(AdamConfig().init(), path)
+
+
+def test_a_scheduler_key_without_a_record_type_is_refused(tmp_path):
+    """A scheduler whose `to_record` has a key its `_state` does not type (a custom one) is
+    refused rather than saved without it."""
+
+    class Warmup(lrs.LrScheduler):
+        def step(self) -> float:
+            return 0.1
+
+        def to_record(self) -> dict:
+            return {"warm": 3}
+
+    with pytest.raises(RecordError, match=r"^<record>: warm: no record type for this key"):
+        save_scheduler(Warmup(), tmp_path / "lr.bpk")
+    assert not (tmp_path / "lr.bpk").exists()

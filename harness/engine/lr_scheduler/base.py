@@ -59,22 +59,23 @@ def check_num_iters(num_iters: int) -> None:
 class LrScheduler:
     """Base of every scheduler: `step()` advances and returns the LR to use now.
 
-    `_state` maps burn's record keys to the attributes holding them.
+    `_state` maps burn's record keys to the attribute holding each and its Rust type in burn's
+    state struct (`usize`, `i32`, `f64`: how a burnpack record types the scalar).
     """
 
-    _state: ClassVar[dict[str, str]] = {}
+    _state: ClassVar[dict[str, tuple[str, str]]] = {}
 
     def step(self) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def to_record(self) -> dict:
         """burn's `to_record()`: the scheduler's state scalars by burn's names."""
-        return {key: getattr(self, attr) for key, attr in self._state.items()}
+        return {key: getattr(self, attr) for key, (attr, _) in self._state.items()}
 
     def load_record(self, record: dict) -> LrScheduler:
         """burn's `load_record`: resume from `record` (keys absent from it are kept);
         returns this scheduler."""
-        for key, attr in self._state.items():
+        for key, (attr, _) in self._state.items():
             if key in record:
                 setattr(self, attr, record[key])
         return self

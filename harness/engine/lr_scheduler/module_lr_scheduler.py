@@ -28,6 +28,7 @@ PyTorch differences (the `param_groups` case):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from harness.engine.lr_scheduler.base import (
     ConstantLr,
@@ -102,6 +103,9 @@ def _scheduler(owner: str, scheduler) -> LrScheduler:
 
 class ModuleLrScheduler:
     """A base scheduler for every param plus one scheduler per added `ParamGroup`."""
+
+    # No state of its own: its groups' schedulers hold it (`to_record`, under their indices).
+    _state: ClassVar[dict[str, tuple[str, str]]] = {}
 
     def __init__(self, scheduler) -> None:
         self.groups: list[tuple[ParamGroup, LrScheduler]] = [

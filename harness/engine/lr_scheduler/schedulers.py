@@ -70,7 +70,7 @@ class LinearLrScheduler(LrScheduler):
     step_size: float
     remaining_iters: int
 
-    _state: ClassVar[dict[str, str]] = {"remaining_iters": "remaining_iters"}
+    _state: ClassVar[dict[str, tuple[str, str]]] = {"remaining_iters": ("remaining_iters", "usize")}
 
     def step(self) -> float:
         if self.remaining_iters != 0:
@@ -123,7 +123,7 @@ class CosineAnnealingLrScheduler(LrScheduler):
         angle = float(self.current_iter) / float(self.num_iters) * math.pi
         return self.min_lr + 0.5 * (self.max_lr - self.min_lr) * (1.0 + math.cos(angle))
 
-    _state: ClassVar[dict[str, str]] = {"current_iter": "current_iter"}
+    _state: ClassVar[dict[str, tuple[str, str]]] = {"current_iter": ("current_iter", "usize")}
 
 
 # ---- exponential --------------------------------------------------------------------------
@@ -152,7 +152,7 @@ class ExponentialLrScheduler(LrScheduler):
 
     previous_lr: float
     gamma: float
-    _state: ClassVar[dict[str, str]] = {"previous_lr": "previous_lr"}
+    _state: ClassVar[dict[str, tuple[str, str]]] = {"previous_lr": ("previous_lr", "f64")}
 
     def step(self) -> float:
         self.previous_lr *= self.gamma
@@ -188,7 +188,7 @@ class StepLrScheduler(LrScheduler):
     step_size: int
     gamma: float
     iter_idx: int = field(default=-1, init=False)
-    _state: ClassVar[dict[str, str]] = {"iter_idx": "iter_idx"}
+    _state: ClassVar[dict[str, tuple[str, str]]] = {"iter_idx": ("iter_idx", "i32")}
 
     def step(self) -> float:
         if self.iter_idx >= I32_MAX:
@@ -227,7 +227,7 @@ class NoamLrScheduler(LrScheduler):
     embedding_size: float
     factor: float
     step_count: float = field(default=0.0, init=False)
-    _state: ClassVar[dict[str, str]] = {"step": "step_count"}
+    _state: ClassVar[dict[str, tuple[str, str]]] = {"step": ("step_count", "f64")}
 
     def step(self) -> float:
         self.step_count += 1.0
@@ -346,7 +346,7 @@ class SequentialLrScheduler(LrScheduler):
     schedulers: list[LrScheduler]
     milestones: list[int]
     step_count: int = field(default=0, init=False)
-    _state: ClassVar[dict[str, str]] = {"step": "step_count"}
+    _state: ClassVar[dict[str, tuple[str, str]]] = {"step": ("step_count", "usize")}
 
     def step(self) -> float:
         index = sum(1 for milestone in self.milestones if self.step_count >= milestone)

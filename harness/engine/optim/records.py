@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.engine import lr_scheduler as lrs
 from harness.engine.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
 from harness.engine.module import Module, ParamId
 from harness.engine.optim import groups
@@ -398,27 +397,15 @@ def _leaves(prefix: str, value):
 
 # ---- scheduler records --------------------------------------------------------------------
 
+
 # Each scheduler state field's Rust type (burn's `*LrSchedulerState` structs).
-_SCHEDULER_SCALARS = {
-    lrs.LinearLrScheduler: {"remaining_iters": "usize"},
-    lrs.CosineAnnealingLrScheduler: {"current_iter": "usize"},
-    lrs.ExponentialLrScheduler: {"previous_lr": "f64"},
-    lrs.StepLrScheduler: {"iter_idx": "i32"},
-    lrs.NoamLrScheduler: {"step": "f64"},
-    lrs.SequentialLrScheduler: {"step": "usize"},
-    lrs.ComposedLrScheduler: {},
-    lrs.ConstantLr: {},
-    ModuleLrScheduler: {},  # its groups' schedulers are its children
-}
-
-
 def _scheduler_types(scheduler, prefix: str, source: str) -> dict[str, str]:
     """Every record key of `scheduler` with its Rust type, children under `"<index>."`."""
-    types = _SCHEDULER_SCALARS.get(type(scheduler))
-    if types is None:
+    state = getattr(type(scheduler), "_state", None)  # the scheduler's own keys and types
+    if state is None:
         name = type(scheduler).__name__
         raise RecordError(f"{source}: {prefix or '<root>'}: scheduler {name!r} has no record")
-    out = {join_path(prefix, key): t for key, t in types.items()}
+    out = {join_path(prefix, key): t for key, (_, t) in state.items()}
     for index, child in enumerate(_children(scheduler)):
         out.update(_scheduler_types(child, join_path(prefix, str(index)), source))
     return out
@@ -436,6 +423,10 @@ def scheduler_pack(scheduler) -> Pack:
     """burn's `LrSchedulerRecord` of `scheduler.to_record()`: typed scalars, no tensors."""
     record = scheduler.to_record()
     types = _scheduler_types(scheduler, "", "<record>")
+    untyped = sorted(set(record) - set(types))  # e.g. a custom scheduler's own to_record
+    if untyped:
+        name = type(scheduler).__name__
+        raise RecordError(f"<record>: {untyped[0]}: no record type for this key ({name})")
     return Pack([], {key: to_scalar(record[key], t) for key, t in types.items()}, {})
 
 
