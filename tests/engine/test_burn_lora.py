@@ -267,3 +267,16 @@ def test_param_group_matches_nested_paths_and_ids():
 class Stack(Module):
     def __init__(self, layers) -> None:
         self.layers = layers
+
+
+def test_lora_keeps_running_statistics_running_state():
+    """A BatchNorm under apply_lora still trains a forward: its running statistics stay
+    RunningState params (a plain Param there made the forward raise TypeError)."""
+    from harness.engine import BatchNormConfig
+
+    norm = BatchNormConfig(3).init(AD)
+    adapted = norm.apply_lora(Lora(2, 4.0))
+    assert type(adapted.running_mean) is type(norm.running_mean)
+    x = random((4, 3, 2, 2), np.random.default_rng(0))
+    out = adapted.forward(x)
+    assert out.shape == (4, 3, 2, 2)

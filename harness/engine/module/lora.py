@@ -129,7 +129,9 @@ class LoraWeight(Module):
 
 
 def _frozen(param: Param) -> Param:
-    return Param(param.id, param.val().set_require_grad(False))
+    # Of the param's own class: a BatchNorm's running statistics stay RunningState params,
+    # which its forward requires (as the weight importer keeps them).
+    return type(param).initialized(param.id, param.val().set_require_grad(False))
 
 
 def apply_lora(module: Module, lora: Lora) -> Module:
