@@ -111,7 +111,9 @@ def prelu(x: Tensor, alpha: Tensor) -> Tensor:
 
 
 def softplus(x: Tensor, beta: float = 1.0) -> Tensor:
-    """`log(exp(beta * x) + 1) / beta`, burn's composite (no overflow threshold)."""
+    """burn's `activation::softplus`: `log(exp(x * beta) + 1) / beta`, no `log1p` and no
+    shift, so it is 0 once `exp(x * beta)` drops below half an ulp of 1 and inf once it
+    overflows (PyTorch's `softplus` switches to `x` above its threshold 20)."""
     return (x.mul_scalar(beta).exp() + 1.0).log().div_scalar(beta)
 
 

@@ -19,16 +19,16 @@ import dataclasses
 import numpy as np
 
 from harness.engine.loss.reduction import (
+    NEG_INF,
     Reduction,
     checked_reduction,
-    constant,
+    index_constant,
     mask_constant,
-    unsupported,
+    mean_or_sum,
+    neg_inf_constant,
 )
 from harness.engine.module import Config, Module
 from harness.engine.tensor import Tensor
-
-_NEG_INF = float("-inf")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,9 +95,7 @@ class CTCLoss(Module):
         loss = self.forward(log_probs, targets, input_lengths, target_lengths)
         if reduction is Reduction.Auto or reduction is Reduction.Mean:
             return loss.div(target_lengths.float(loss.dtype)).mean()
-        if reduction is Reduction.Sum:
-            return loss.sum()
-        raise unsupported(reduction)
+        return mean_or_sum(loss, reduction)
 
     def _assertions(self, batch_size, num_classes, targets, input_lengths_len, target_lengths_len):
         """burn's `assertions` (the `assert_eq!` messages without Rust's left/right lines)."""
@@ -135,15 +133,6 @@ def _length_assertions(input_lengths, target_lengths, max_target_len, max_input_
             )
 
 
-def _indices(array: np.ndarray, like: Tensor) -> Tensor:
-    """Untracked int64 indices on `like`'s device."""
-    return Tensor._wrap(np.ascontiguousarray(array, dtype=np.int64), like.device)
-
-
-def _neg_inf(shape, like: Tensor) -> Tensor:
-    return constant(np.full(shape, _NEG_INF), like)
-
-
 def _ctc_loss_default(log_probs, targets, input_lengths, target_lengths, blank) -> Tensor:
     """burn's `ctc_loss_default`: the alpha recursion, then `extract_loss`."""
     max_input_length, batch_size, num_classes = log_probs.shape
@@ -155,13 +144,15 @@ def _ctc_loss_default(log_probs, targets, input_lengths, target_lengths, blank) 
     # alpha[0, :, 0] = log_probs[0, :, blank], alpha[0, :, 1] = log_probs[0, :, l'[1]].
     log_probs_t0 = log_probs.slice([(0, 1), None, None]).reshape([batch_size, num_classes])
     row0 = [
-        log_probs_t0.gather(1, _indices(l_prime[:, 0:1], log_probs)).reshape([1, batch_size, 1])
+        log_probs_t0.gather(1, index_constant(l_prime[:, 0:1], log_probs)).reshape(
+            [1, batch_size, 1]
+        )
     ]
     if max_l_prime_len > 1:
-        first = log_probs_t0.gather(1, _indices(l_prime[:, 1:2], log_probs))
+        first = log_probs_t0.gather(1, index_constant(l_prime[:, 1:2], log_probs))
         row0.append(first.reshape([1, batch_size, 1]))
     if max_l_prime_len > 2:
-        row0.append(_neg_inf((1, batch_size, max_l_prime_len - 2), log_probs))
+        row0.append(neg_inf_constant((1, batch_size, max_l_prime_len - 2), log_probs))
     log_alpha = Tensor.cat(row0, 2).reshape([batch_size, max_l_prime_len])
 
     cols = np.arange(max_l_prime_len)
@@ -172,10 +163,10 @@ def _ctc_loss_default(log_probs, targets, input_lengths, target_lengths, blank) 
     t_mask = input_lengths[None, :] > np.arange(max_input_length)[:, None]
     combined_all = t_mask[:, :, None] & s_mask[None, :, :]
 
-    pad_1 = _neg_inf((batch_size, 1), log_probs)
-    pad_2 = _neg_inf((batch_size, 2), log_probs)
+    pad_1 = neg_inf_constant((batch_size, 1), log_probs)
+    pad_2 = neg_inf_constant((batch_size, 2), log_probs)
     indices_3d = np.broadcast_to(l_prime, (max_input_length, batch_size, max_l_prime_len))
-    log_probs_at_l_full = log_probs.gather(2, _indices(indices_3d, log_probs))
+    log_probs_at_l_full = log_probs.gather(2, index_constant(indices_3d, log_probs))
 
     for t in range(1, max_input_length):
         combined = mask_constant(combined_all[t], log_probs)
@@ -196,9 +187,9 @@ def _extract_loss(log_alpha: Tensor, target_lengths: np.ndarray) -> Tensor:
     batch_size = log_alpha.shape[0]
     last_blank = (2 * target_lengths).reshape(batch_size, 1)
     last_label = np.maximum(last_blank - 1, 0)
-    at_blank = log_alpha.gather(1, _indices(last_blank, log_alpha)).reshape([batch_size])
-    at_label = log_alpha.gather(1, _indices(last_label, log_alpha)).reshape([batch_size])
-    at_label = at_label.mask_fill(mask_constant(target_lengths == 0, at_label), _NEG_INF)
+    at_blank = log_alpha.gather(1, index_constant(last_blank, log_alpha)).reshape([batch_size])
+    at_label = log_alpha.gather(1, index_constant(last_label, log_alpha)).reshape([batch_size])
+    at_label = at_label.mask_fill(mask_constant(target_lengths == 0, at_label), NEG_INF)
     return _log_sum_exp(at_blank, at_label).neg()
 
 
@@ -214,9 +205,9 @@ def _right_shift(tensor: Tensor, padding: Tensor, cols: int, shift: int) -> Tens
 def _log_sum_exp(a: Tensor, b: Tensor) -> Tensor:
     """burn's CTC `log_sum_exp`: `max(a, b) + log1p(exp(-|a - b|))`, -inf inputs replaced by 0
     in the difference so that no NaN reaches the gradient."""
-    a_inf, b_inf = a.equal_elem(_NEG_INF), b.equal_elem(_NEG_INF)
+    a_inf, b_inf = a.equal_elem(NEG_INF), b.equal_elem(NEG_INF)
     either = mask_constant(np.logical_or(a_inf.numpy(), b_inf.numpy()), a)
     a_safe, b_safe = a.mask_fill(a_inf, 0.0), b.mask_fill(b_inf, 0.0)
     mx = a.mask_where(a.lower(b), b)
-    diff = (a_safe - b_safe).abs().neg().mask_fill(either, _NEG_INF)
+    diff = (a_safe - b_safe).abs().neg().mask_fill(either, NEG_INF)
     return mx + diff.exp().log1p()

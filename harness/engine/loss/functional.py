@@ -17,17 +17,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from harness.engine.activation import softplus  # noqa: F401  (re-exported for the losses)
 from harness.engine.tensor import Tensor
 
 _U32_MAX = 2**32 - 1
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
-
-
-def softplus(x: Tensor, beta: float) -> Tensor:
-    """burn's `activation::softplus`: `log(exp(x * beta) + 1) / beta`, no `log1p` and no
-    shift, so it is 0 once `exp(x * beta)` drops below half an ulp of 1 and inf once it
-    overflows (PyTorch's `softplus` switches to `x` above its threshold 20)."""
-    return ((x * beta).exp() + 1.0).log() / beta
 
 
 def mean_dims(x: Tensor, dims: Sequence[int]) -> Tensor:

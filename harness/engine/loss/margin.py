@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 
 from harness.engine.loss.functional import softplus
-from harness.engine.loss.reduction import mean_or_sum, shown
-from harness.engine.module import Config, Module
+from harness.engine.loss.reduction import mean_or_sum
+from harness.engine.module import Config, Module, rust_float
 from harness.engine.tensor import Tensor
 
 # ---- hinge embedding ----------------------------------------------------------------------
@@ -129,7 +129,7 @@ class MultiMarginLossConfig(Config):
         margin = float(self.margin)
         if not margin >= 0.0:
             raise ValueError(
-                f"Margin for multi margin loss must be non-negative, got {shown(margin)}"
+                f"Margin for multi margin loss must be non-negative, got {rust_float(margin)}"
             )
         if isinstance(self.p, bool) or self.p not in (1, 2) or int(self.p) != self.p:
             raise ValueError(f"Multi margin loss only supports p = 1 or p = 2, got {self.p}")

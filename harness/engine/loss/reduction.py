@@ -10,7 +10,6 @@ from enum import Enum
 
 import numpy as np
 
-from harness.engine.module import rust_float
 from harness.engine.tensor import Tensor
 
 
@@ -60,14 +59,22 @@ def mask_constant(values: np.ndarray, like: Tensor) -> Tensor:
     return Tensor._wrap(np.ascontiguousarray(values, dtype=np.bool_), like.device)
 
 
+def index_constant(values: np.ndarray, like: Tensor) -> Tensor:
+    """Untracked int64 indices on `like`'s device."""
+    return Tensor._wrap(np.ascontiguousarray(values, dtype=np.int64), like.device)
+
+
+NEG_INF = float("-inf")  # log(0): the lattice losses' (CTC, RNN-T) empty paths
+
+
+def neg_inf_constant(shape, like: Tensor) -> Tensor:
+    """An untracked tensor of -inf of `like`'s dtype on `like`'s device."""
+    return constant(np.full(shape, NEG_INF), like)
+
+
 def f32(value: float) -> float:
     """A config field burn declares `f32`: rounded once, when the loss is built."""
     return float(np.float32(value))
-
-
-def shown(value: float, *, is_f32: bool = False) -> str:
-    """A float as burn's `{}` prints it in a panic message."""
-    return rust_float(value, f32=is_f32)
 
 
 def targets_shape_error(targets: Tensor, of: str, inputs: Tensor) -> ValueError:

@@ -18,16 +18,17 @@ import dataclasses
 import numpy as np
 
 from harness.engine.loss.reduction import (
-    Reduction,
+    NEG_INF,
     checked_reduction,
     constant,
+    index_constant,
     mask_constant,
-    unsupported,
+    mean_or_sum,
+    neg_inf_constant,
 )
 from harness.engine.module import Config, Module
 from harness.engine.tensor import Tensor
 
-_NEG_INF = float("-inf")
 _VOCAB_DIM = 3  # the last dim of [B, T, U+1, V]
 
 
@@ -78,7 +79,7 @@ class RNNTLoss(Module):
         lpb, lpl = self._extract_log_probs(log_probs, targets.numpy())
         tl, il = target_lengths.numpy(), logit_lengths.numpy()
         u_mask = mask_constant(np.arange(max_up1)[None, :] <= tl[:, None], logits)
-        neg_inf = constant(np.full((b, max_up1), _NEG_INF), logits)
+        neg_inf = neg_inf_constant((b, max_up1), logits)
 
         alpha = neg_inf.mask_where(u_mask, _init_alpha(lpl, b, max_up1))
         for t in range(1, max_t):
@@ -100,11 +101,7 @@ class RNNTLoss(Module):
         `BatchMean` raises burn's "BatchMean reduction is not supported"."""
         reduction = checked_reduction(reduction)
         loss = self.forward(logits, targets, logit_lengths, target_lengths)
-        if reduction is Reduction.Auto or reduction is Reduction.Mean:
-            return loss.mean()
-        if reduction is Reduction.Sum:
-            return loss.sum()
-        raise unsupported(reduction)
+        return mean_or_sum(loss, reduction)
 
     def _check_inputs(self, b, v, targets, logit_lengths, target_lengths, max_u) -> None:
         """burn's `check_inputs` (the `assert_eq!` messages without Rust's left/right lines)."""
@@ -133,14 +130,9 @@ class RNNTLoss(Module):
         lpb = lpb.squeeze_dim(_VOCAB_DIM)
         tgt = np.broadcast_to(targets.reshape(b, 1, max_u, 1), (b, max_t, max_u, 1))
         lpl = log_probs.slice([None, None, (0, max_u), (0, v)]).gather(
-            _VOCAB_DIM, _indices(tgt, log_probs)
+            _VOCAB_DIM, index_constant(tgt, log_probs)
         )
         return lpb, lpl.squeeze_dim(_VOCAB_DIM)
-
-
-def _indices(array: np.ndarray, like: Tensor) -> Tensor:
-    """Untracked int64 indices on `like`'s device."""
-    return Tensor._wrap(np.ascontiguousarray(array, dtype=np.int64), like.device)
 
 
 def _init_alpha(lpl: Tensor, b: int, max_up1: int) -> Tensor:
@@ -159,7 +151,7 @@ def _step_alpha(alpha: Tensor, lpb: Tensor, lpl: Tensor, t: int) -> Tensor:
     b, max_up1 = alpha.shape
     blank_prob = lpb.slice([None, (t - 1, t), None]).squeeze_dim(1)
     from_blank = alpha.add(blank_prob)
-    new = constant(np.full((b, max_up1), _NEG_INF), alpha)
+    new = neg_inf_constant((b, max_up1), alpha)
     new = new.slice_assign([None, (0, 1)], from_blank.slice([None, (0, 1)]))
     label_prob = lpl.slice([None, (t, t + 1), None]).squeeze_dim(1)
     for u in range(1, max_up1):
@@ -176,8 +168,8 @@ def _gather_loss(alpha: Tensor, lpb: Tensor, logit_lengths, target_lengths) -> T
     b_idx = np.arange(b)
     u_idx = np.asarray(target_lengths, dtype=np.int64)
     t_idx = np.asarray(logit_lengths, dtype=np.int64) - 1
-    alpha_tu = alpha.gather_nd(_indices(np.stack([b_idx, u_idx], 1), alpha))
-    lpb_tu = lpb.gather_nd(_indices(np.stack([b_idx, t_idx, u_idx], 1), lpb))
+    alpha_tu = alpha.gather_nd(index_constant(np.stack([b_idx, u_idx], 1), alpha))
+    lpb_tu = lpb.gather_nd(index_constant(np.stack([b_idx, t_idx, u_idx], 1), lpb))
     return alpha_tu.add(lpb_tu).neg()
 
 
@@ -193,7 +185,7 @@ def _log_sum_exp(a: Tensor, b: Tensor) -> Tensor:
     gradient on the path through the blank step. `exp(.).add_scalar(1).log()` instead of
     `log1p` could round differently; on the case's inputs the losses are bit-identical.
     """
-    a_inf, b_inf = a.equal_elem(_NEG_INF), b.equal_elem(_NEG_INF)
+    a_inf, b_inf = a.equal_elem(NEG_INF), b.equal_elem(NEG_INF)
     a_safe, b_safe = a.mask_fill(a_inf, 0.0), b.mask_fill(b_inf, 0.0)
     mx = a_safe.max_pair(b_safe)
     result = mx.add(a_safe.sub(b_safe).abs().neg().exp().add_scalar(1.0).log())
