@@ -77,10 +77,8 @@ def update_moments(grad, state, beta_1: float, beta_2: float, amsgrad: bool):
     scratch = state.work_buffer(grad)
     axpy_into(state.moment_1, dt(b1), grad, factor_1, scratch)
     moment_2 = state.moment_2
-    np.multiply(moment_2, dt(b2), out=moment_2)
     np.square(grad, out=scratch)
-    scratch *= factor_2
-    moment_2 += scratch
+    axpy_into(moment_2, dt(b2), scratch, factor_2, scratch)
     if amsgrad:
         if state.max_moment_2 is None:  # burn: `unwrap_or_else(|| moment_2.clone())`
             state.max_moment_2 = moment_2.copy()

@@ -96,9 +96,7 @@ class Adan(TensorOptimizer):
         grad_diff_sq += grad
         np.square(grad_diff_sq, out=grad_diff_sq)
         # `exp_avg_sq` first, while `scratch` still holds grad_diff_sq.
-        np.multiply(state.exp_avg_sq, dt(b3), out=state.exp_avg_sq)
-        grad_diff_sq *= dt(ONE - b3)
-        state.exp_avg_sq += grad_diff_sq
+        axpy_into(state.exp_avg_sq, dt(b3), grad_diff_sq, dt(ONE - b3), scratch)
         axpy_into(state.exp_avg, dt(b1), grad, dt(ONE - b1), scratch)
         axpy_into(state.exp_avg_diff, dt(b2), grad_diff, dt(ONE - b2), scratch)
         state.time += 1

@@ -14,6 +14,7 @@ from harness.engine.optim.base import (
     OptimizerState,
     TensorOptimizer,
     WeightDecayConfig,
+    axpy_into,
     build_optimizer,
     decay_into,
     f32,
@@ -52,10 +53,7 @@ def momentum_direction(config: MomentumConfig, grad: np.ndarray, state: SgdState
         velocity = state.velocity
     else:
         velocity = state.velocity
-        scratch = state.work_buffer(grad)
-        np.multiply(grad, dt(1.0 - config.dampening), out=scratch)
-        np.multiply(velocity, mu, out=velocity)
-        velocity += scratch
+        axpy_into(velocity, mu, grad, dt(1.0 - config.dampening), state.work_buffer(grad))
     if not config.nesterov:
         return velocity, state
     scratch = state.work_buffer(grad)
