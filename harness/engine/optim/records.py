@@ -37,6 +37,8 @@ Engine extensions and differences from burn, each deliberate:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from harness.engine.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
@@ -264,11 +266,7 @@ def save_optimizer(optim: ModuleOptimizer | LBFGS, path, module: Module | None =
 
 def load_optimizer(optim: ModuleOptimizer | LBFGS, path, module: Module | None = None):
     """burn's `ModuleOptimizer::load`: `optim` with the file's state (strict, see above)."""
-    path = resolve_load_path(path)
-    try:
-        pack = read_pack(path)
-    except BurnpackError as exc:
-        raise RecordError(str(exc)) from None
+    pack, path = _read(path)
     return _load_pack(optim, pack, str(path), module)
 
 
@@ -279,6 +277,16 @@ def load_optimizer_bytes(optim: ModuleOptimizer | LBFGS, data: bytes, module: Mo
     except BurnpackError as exc:
         raise RecordError(str(exc)) from None
     return _load_pack(optim, pack, "<bytes>", module)
+
+
+def _read(path) -> tuple[Pack, Path]:
+    """The container at `path` (burn's default extension resolved) and the path read; a file
+    that cannot be read or parsed is a RecordError naming it."""
+    path = resolve_load_path(path)
+    try:
+        return read_pack(path), path
+    except BurnpackError as exc:
+        raise RecordError(str(exc)) from None
 
 
 def _lbfgs_pack(state: LBFGSState) -> Pack:
@@ -437,11 +445,7 @@ def save_scheduler(scheduler, path) -> str:
 
 def load_scheduler(scheduler, path):
     """`scheduler.load_record` of the file's record (strict: every key present and typed)."""
-    path = resolve_load_path(path)
-    try:
-        pack = read_pack(path)
-    except BurnpackError as exc:
-        raise RecordError(str(exc)) from None
+    pack, path = _read(path)
     if pack.tensors:
         raise RecordError(f"{path}: {pack.tensors[0].name}: a scheduler record has no tensors")
     record = {}

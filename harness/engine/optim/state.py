@@ -117,14 +117,14 @@ SCALAR_TYPES = (*_INT_RANGES, "f32", "f64", "bool")
 
 @dataclasses.dataclass(frozen=True)
 class Field:
-    """One field of a derived state: `kind` is one of the derive's seven field shapes."""
+    """One field of a derived state: `kind` is one of the derive's seven field shapes
+    (`tensor`, `opt_tensor`, `vec_tensor`, `scalar`, `opt_scalar`, `nested`, `opt_nested`,
+    built by the functions below)."""
 
     name: str
     kind: str
     scalar_type: str | None = None
     layout: Layout | None = None
-
-    KINDS = ("tensor", "opt_tensor", "vec_tensor", "scalar", "opt_scalar", "nested", "opt_nested")
 
 
 @dataclasses.dataclass(frozen=True)
