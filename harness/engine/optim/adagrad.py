@@ -4,19 +4,17 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 
-from harness.engine.module import Config
 from harness.engine.optim.base import (
-    ModuleOptimizer,
+    OptimizerConfig,
     OptimizerState,
     TensorOptimizer,
     WeightDecayConfig,
-    build_optimizer,
     decay_into,
     f32,
-    init_optimizer,
 )
 from harness.engine.optim.clipping import GradientClippingConfig
 
@@ -66,7 +64,7 @@ class AdaGrad(TensorOptimizer):
 
 
 @dataclasses.dataclass(frozen=True)
-class AdaGradConfig(Config):
+class AdaGradConfig(OptimizerConfig):
     """burn's `AdaGradConfig`: lr_decay 0, **epsilon 1e-5**, optional `weight_decay`,
     `grad_clipping`."""
 
@@ -75,9 +73,4 @@ class AdaGradConfig(Config):
     weight_decay: WeightDecayConfig | None = None
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> AdaGrad:
-        """The bare per-tensor optimizer (burn's `build()`; no clipping)."""
-        return build_optimizer(AdaGrad, self)
-
-    def init(self) -> ModuleOptimizer:
-        return init_optimizer(AdaGrad, self, self.grad_clipping)
+    _optimizer: ClassVar[type] = AdaGrad  # build() and init(): OptimizerConfig

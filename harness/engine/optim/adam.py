@@ -19,22 +19,20 @@ corrections leave a gap 40 to 200 times smaller.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 
 from harness.engine.lr_scheduler.base import powi
-from harness.engine.module import Config
 from harness.engine.optim.base import (
     ONE,
-    ModuleOptimizer,
+    OptimizerConfig,
     OptimizerState,
     TensorOptimizer,
     WeightDecayConfig,
     axpy_into,
-    build_optimizer,
     decay_into,
     f32,
-    init_optimizer,
     sub_scaled_into,
 )
 from harness.engine.optim.clipping import GradientClippingConfig
@@ -130,7 +128,7 @@ class Adam(TensorOptimizer):
 
 
 @dataclasses.dataclass(frozen=True)
-class AdamConfig(Config):
+class AdamConfig(OptimizerConfig):
     """burn's `AdamConfig`: beta_1 0.9, beta_2 0.999, **epsilon 1e-5**, amsgrad false,
     optional coupled `weight_decay` and `grad_clipping`."""
 
@@ -141,12 +139,7 @@ class AdamConfig(Config):
     weight_decay: WeightDecayConfig | None = None
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> Adam:
-        """The bare per-tensor optimizer (burn's `build()`; no clipping)."""
-        return build_optimizer(Adam, self)
-
-    def init(self) -> ModuleOptimizer:
-        return init_optimizer(Adam, self, self.grad_clipping)
+    _optimizer: ClassVar[type] = Adam  # build() and init(): OptimizerConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,7 +197,7 @@ class AdamW(TensorOptimizer):
 
 
 @dataclasses.dataclass(frozen=True)
-class AdamWConfig(Config):
+class AdamWConfig(OptimizerConfig):
     """burn's `AdamWConfig`: beta_1 0.9, beta_2 0.999, **epsilon 1e-5**, **weight_decay 1e-4**,
     cautious_weight_decay false, amsgrad false, optional `grad_clipping`."""
 
@@ -216,9 +209,4 @@ class AdamWConfig(Config):
     amsgrad: bool = False
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> AdamW:
-        """The bare per-tensor optimizer (burn's `build()`; no clipping)."""
-        return build_optimizer(AdamW, self)
-
-    def init(self) -> ModuleOptimizer:
-        return init_optimizer(AdamW, self, self.grad_clipping)
+    _optimizer: ClassVar[type] = AdamW  # build() and init(): OptimizerConfig

@@ -4,20 +4,18 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 
 from harness.engine.lr_scheduler.base import powi
-from harness.engine.module import Config
 from harness.engine.optim.base import (
     ONE,
-    ModuleOptimizer,
+    OptimizerConfig,
     OptimizerState,
     TensorOptimizer,
     axpy_into,
-    build_optimizer,
     f32,
-    init_optimizer,
     sub_scaled_into,
 )
 from harness.engine.optim.clipping import GradientClippingConfig
@@ -118,7 +116,7 @@ class Adan(TensorOptimizer):
 
 
 @dataclasses.dataclass(frozen=True)
-class AdanConfig(Config):
+class AdanConfig(OptimizerConfig):
     """burn's `AdanConfig`: beta_1 0.98, beta_2 0.92, beta_3 0.99, epsilon 1e-8,
     weight_decay 0, no_prox false, optional `grad_clipping`."""
 
@@ -130,9 +128,4 @@ class AdanConfig(Config):
     no_prox: bool = False
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> Adan:
-        """The bare per-tensor optimizer (burn's `build()`; no clipping)."""
-        return build_optimizer(Adan, self)
-
-    def init(self) -> ModuleOptimizer:
-        return init_optimizer(Adan, self, self.grad_clipping)
+    _optimizer: ClassVar[type] = Adan  # build() and init(): OptimizerConfig

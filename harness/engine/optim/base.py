@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 
@@ -272,6 +273,24 @@ class ModuleOptimizer:
 
 def _copied(state):
     return state.copy() if isinstance(state, OptimizerState) else state
+
+
+class OptimizerConfig(Config):
+    """An optimizer's config (burn's `XConfig`): its fields include every field of the
+    per-tensor optimizer `_optimizer`; `_clipping` names the field holding its gradient
+    clipping (None: it has none)."""
+
+    _optimizer: ClassVar[type]
+    _clipping: ClassVar[str | None] = "grad_clipping"
+
+    def build(self):
+        """The bare per-tensor optimizer (burn's `build()`; no clipping)."""
+        return build_optimizer(self._optimizer, self)
+
+    def init(self) -> ModuleOptimizer:
+        """A ModuleOptimizer around `build()`, with the config's clipping (burn's `init()`)."""
+        clipping = None if self._clipping is None else getattr(self, self._clipping)
+        return init_optimizer(self._optimizer, self, clipping)
 
 
 def init_optimizer(

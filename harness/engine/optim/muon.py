@@ -6,17 +6,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+from typing import ClassVar
 
 import numpy as np
 
 from harness.engine.errors import ShapeError
-from harness.engine.module import Config
 from harness.engine.optim.base import (
-    ModuleOptimizer,
     MomentumConfig,
+    OptimizerConfig,
     TensorOptimizer,
     WeightDecayConfig,
-    build_optimizer,
     f32,
     sub_scaled_into,
 )
@@ -107,7 +106,7 @@ class Muon(TensorOptimizer):
 
 
 @dataclasses.dataclass(frozen=True)
-class MuonConfig(Config):
+class MuonConfig(OptimizerConfig):
     """burn's `MuonConfig`: weight_decay none, momentum `MomentumConfig(0.95, 0.0, nesterov
     true)`, ns_coefficients (3.4445, -4.775, 2.0315), epsilon 1e-7, ns_steps 5,
     adjust_lr_fn `AdjustLrFn.Original`. No gradient clipping (burn's config has none)."""
@@ -119,9 +118,5 @@ class MuonConfig(Config):
     ns_steps: int = 5
     adjust_lr_fn: AdjustLrFn = AdjustLrFn.Original
 
-    def build(self) -> Muon:
-        """The bare per-tensor optimizer (burn's `build()`)."""
-        return build_optimizer(Muon, self)
-
-    def init(self) -> ModuleOptimizer:
-        return ModuleOptimizer(self.build())
+    _optimizer: ClassVar[type] = Muon  # build() and init(): OptimizerConfig
+    _clipping: ClassVar[str | None] = None  # burn's MuonConfig has no clipping

@@ -4,21 +4,19 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 
-from harness.engine.module import Config
 from harness.engine.optim.base import (
     ONE,
-    ModuleOptimizer,
+    OptimizerConfig,
     OptimizerState,
     TensorOptimizer,
     WeightDecayConfig,
     axpy_into,
-    build_optimizer,
     decay_into,
     f32,
-    init_optimizer,
     sub_scaled_into,
 )
 from harness.engine.optim.clipping import GradientClippingConfig
@@ -103,7 +101,7 @@ class RmsProp(TensorOptimizer):
 
 
 @dataclasses.dataclass(frozen=True)
-class RmsPropConfig(Config):
+class RmsPropConfig(OptimizerConfig):
     """burn's `RmsPropConfig`: alpha 0.99, **momentum 0.9**, **epsilon 1e-5**, centered false,
     optional `weight_decay`, `grad_clipping`."""
 
@@ -114,9 +112,4 @@ class RmsPropConfig(Config):
     weight_decay: WeightDecayConfig | None = None
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> RmsProp:
-        """The bare per-tensor optimizer (burn's `build()`; no clipping)."""
-        return build_optimizer(RmsProp, self)
-
-    def init(self) -> ModuleOptimizer:
-        return init_optimizer(RmsProp, self, self.grad_clipping)
+    _optimizer: ClassVar[type] = RmsProp  # build() and init(): OptimizerConfig

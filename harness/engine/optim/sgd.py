@@ -4,21 +4,19 @@ commit 2c06be351006851d42fdb6df16b976f4a82d9747)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 
-from harness.engine.module import Config
 from harness.engine.optim.base import (
-    ModuleOptimizer,
     MomentumConfig,
+    OptimizerConfig,
     OptimizerState,
     TensorOptimizer,
     WeightDecayConfig,
     axpy_into,
-    build_optimizer,
     decay_into,
     f32,
-    init_optimizer,
     sub_scaled,
     sub_scaled_into,
 )
@@ -86,16 +84,12 @@ class Sgd(TensorOptimizer):
 
 
 @dataclasses.dataclass(frozen=True)
-class SgdConfig(Config):
+class SgdConfig(OptimizerConfig):
     """burn's `SgdConfig`: optional `weight_decay`, `momentum`, `gradient_clipping`."""
 
     weight_decay: WeightDecayConfig | None = None
     momentum: MomentumConfig | None = None
     gradient_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> Sgd:
-        """The bare per-tensor optimizer (burn's `build()`; no clipping)."""
-        return build_optimizer(Sgd, self)
-
-    def init(self) -> ModuleOptimizer:
-        return init_optimizer(Sgd, self, self.gradient_clipping)
+    _optimizer: ClassVar[type] = Sgd  # build() and init(): OptimizerConfig
+    _clipping: ClassVar[str | None] = "gradient_clipping"
