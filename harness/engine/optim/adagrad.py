@@ -27,7 +27,6 @@ class AdaGradState(OptimizerState):
 
     time: int
     sum: np.ndarray
-    scratch: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -49,13 +49,7 @@ class AdaptiveMomentumState(OptimizerState):
     moment_1: np.ndarray
     moment_2: np.ndarray
     max_moment_2: np.ndarray | None = None
-    scratch: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
-    masks: tuple | None = dataclasses.field(default=None, repr=False, compare=False)
-
-    def copy(self):
-        state = super().copy()
-        state.masks = None
-        return state
+    masks: tuple | None = OptimizerState.work_buffer_field()
 
 
 def update_moments(grad, state, beta_1: float, beta_2: float, amsgrad: bool):

@@ -34,7 +34,6 @@ class AdaptiveNesterovMomentumState(OptimizerState):
     exp_avg_sq: np.ndarray
     exp_avg_diff: np.ndarray
     neg_pre_grad: np.ndarray
-    scratch: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -75,20 +75,28 @@ class MomentumConfig(Config):
 # ---- per-param state ----------------------------------------------------------------------
 
 
+@dataclasses.dataclass
 class OptimizerState:
     """Base of the per-param states: array fields updated in place by the optimizer, plus
-    `scratch`, a work buffer of the param's shape that is not part of burn's state."""
+    work buffers, which are not part of burn's state: `scratch`, one of the param's shape,
+    and any other field a state declares with `work_buffer_field()`."""
 
-    scratch: np.ndarray | None
+    scratch: np.ndarray | None = dataclasses.field(
+        default=None, repr=False, compare=False, kw_only=True
+    )
 
     def copy(self):
-        """A deep copy of the state (arrays copied, no work buffer): what a record holds."""
+        """A deep copy of the state (arrays copied, no work buffers): what a record holds."""
         fields = {}
         for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
+            value = None if not f.compare else getattr(self, f.name)  # work buffers: dropped
             fields[f.name] = value.copy() if isinstance(value, np.ndarray) else value
-        fields["scratch"] = None
         return dataclasses.replace(self, **fields)
+
+    @staticmethod
+    def work_buffer_field():
+        """A work-buffer field (not compared, not shown, dropped by `copy`)."""
+        return dataclasses.field(default=None, repr=False, compare=False, kw_only=True)
 
     def work_buffer(self, like: np.ndarray) -> np.ndarray:
         """`scratch`, created on first use (records and loaded states have none)."""

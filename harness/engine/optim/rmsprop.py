@@ -32,7 +32,6 @@ class RmsPropState(OptimizerState):
     square_avg: np.ndarray
     grad_avg: np.ndarray | None
     buf: np.ndarray | None
-    scratch: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)

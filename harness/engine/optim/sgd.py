@@ -30,7 +30,6 @@ class SgdState(OptimizerState):
     """Momentum velocity (None without momentum), updated in place."""
 
     velocity: np.ndarray | None
-    scratch: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 # Plain SGD's state, shared by every param: it holds no array, so nothing ever writes to it.
