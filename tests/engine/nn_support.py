@@ -4,11 +4,10 @@ importer, engine gradients by param path, float64 finite differences."""
 from __future__ import annotations
 
 import numpy as np
-import safetensors.torch
 import torch
 
+from harness.a1 import import_torch_weights
 from harness.engine import Device, Tensor
-from harness.engine.store import PyTorchToBurnAdapter, SafetensorsStore
 
 AD = Device.flex().autodiff()
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -17,12 +16,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 def import_torch(torch_module: torch.nn.Module, engine_module, remap=()):
     """`engine_module` with `torch_module`'s weights, through safetensors bytes and burn's
     adapter plus the registered sequence rules; asserts nothing was left over."""
-    state = {k: v.detach().contiguous() for k, v in torch_module.state_dict().items()}
-    store = SafetensorsStore.from_bytes(safetensors.torch.save(state))
-    for pattern, replacement in remap:
-        store = store.with_key_remapping(pattern, replacement)
-    store = store.with_from_adapter(PyTorchToBurnAdapter())
-    model, result = store.apply_to(engine_module)
+    model, result = import_torch_weights(torch_module, engine_module, remap)
     assert result.errors == (), result.errors
     assert result.missing == (), result.missing
     return model, result
