@@ -1,5 +1,5 @@
 """Shared pieces of the test_nn_* files: torch weights into engine modules through the
-importer, engine gradients by param path, float64 finite differences."""
+importer, engine gradients by param path (finite differences: test_kernels_support)."""
 
 from __future__ import annotations
 
@@ -41,21 +41,6 @@ def grads_by_path(model, grads) -> dict[str, np.ndarray]:
 
 def rng_array(seed: int, shape, scale=1.0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape) * scale
-
-
-def finite_difference(fn, x: np.ndarray, cotangent: np.ndarray, eps=1e-6) -> np.ndarray:
-    """Central differences of `sum(fn(x) * cotangent)` in float64."""
-    grad = np.zeros_like(x)
-    flat = x.reshape(-1)
-    for i in range(flat.size):
-        old = flat[i]
-        flat[i] = old + eps
-        up = float(np.sum(fn(x) * cotangent))
-        flat[i] = old - eps
-        down = float(np.sum(fn(x) * cotangent))
-        flat[i] = old
-        grad.reshape(-1)[i] = (up - down) / (2 * eps)
-    return grad
 
 
 TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-9, atol=1e-11)}
