@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from harness.engine import Device, GradientsParams, Linear, Param, Tensor
+from harness.engine import Device, GradientsParams, Linear, LinearConfig, Module, Param, Tensor
 
 DEV = Device.flex()
 AD = Device.flex().autodiff()
@@ -82,6 +82,27 @@ def assert_approx_eq(got, expected, tolerance: float) -> None:
     assert got.shape == expected.shape
     gap = float(np.abs(got - expected).max())
     assert gap <= tolerance, f"max |diff| {gap:.3e} > {tolerance:g}"
+
+
+# ---- module/module_optimizer.rs -----------------------------------------------------------
+
+
+class TwoLayerModel(Module):
+    """module_optimizer.rs `TwoLayerModel { layer_a: Linear, layer_b: Linear }` (4 -> 4)."""
+
+    def __init__(self, layer_a, layer_b) -> None:
+        self.layer_a = layer_a
+        self.layer_b = layer_b
+
+
+def make_model() -> TwoLayerModel:
+    return TwoLayerModel(LinearConfig(4, 4).init(AD), LinearConfig(4, 4).init(AD))
+
+
+def make_grads(model: TwoLayerModel, x: Tensor) -> GradientsParams:
+    """module_optimizer.rs `make_grads`: `(layer_a(x) + layer_b(x)).mean().backward()`."""
+    out = model.layer_a.forward(x) + model.layer_b.forward(x)
+    return GradientsParams.from_grads(out.mean().backward(), model)
 
 
 # ---- the loss test modules ------------------------------------------------------------------
