@@ -37,7 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import import_torch_weights
+from harness.a1 import f32, import_torch_weights
 from harness.case import agree, differ
 from harness.engine import (
     AdamConfig,
@@ -121,11 +121,6 @@ def torch_side(dtype=torch.float32):
         losses.append(loss.detach())
     params = _without_key_bias(dict(model.state_dict()))
     return {"steps": {"loss": torch.stack(losses)}, "params": params}
-
-
-def f32(x: float) -> float:
-    """A hyperparameter as burn stores it (an f32 field), as the Python float PyTorch takes."""
-    return float(np.float32(x))
 
 
 def _without_key_bias(state: dict) -> dict:

@@ -14,6 +14,9 @@ the engine's Linear stores the transpose.
 computed in float32 arithmetic (`f32(0.1) * f32(k) - f32(0.5)`), which differs from the exact
 values by a few ULP in several positions.
 
+`f32(x)` (the engine's own) rounds a hyperparameter to float32 once, as burn's f32 config fields
+store it: the Python float to hand PyTorch for the same value.
+
 `dtype="float64"` (torch: `torch.float64`) builds the float64 rerun of a trajectory case: the
 same float32 values, exactly, in float64 params and inputs, so that the rerun computes the
 float32 experiment without its rounding.
@@ -25,6 +28,7 @@ from typing import Literal
 
 import numpy as np
 
+from harness.engine.loss.reduction import f32
 from harness.engine.module import Linear, Module, Param, Relu
 from harness.engine.store import ApplyResult, PyTorchToBurnAdapter, SafetensorsStore
 from harness.engine.tensor import Tensor
@@ -39,6 +43,7 @@ __all__ = [
     "a1_torch",
     "engine_grads",
     "engine_params",
+    "f32",
     "import_torch_weights",
     "torch_grads",
     "torch_params",
