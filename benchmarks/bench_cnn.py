@@ -13,15 +13,12 @@ Run: ``make bench ARGS=benchmarks/bench_cnn.py``. Peak memory: VmHWM after a res
 
 from __future__ import annotations
 
-import json
-import sys
 import tempfile
 from pathlib import Path
 
 import mlp
 import numpy as np
 import peak_memory
-import targets
 import torch
 import torch.nn.functional as F
 
@@ -41,6 +38,7 @@ from harness.engine import (
 )
 
 BATCH, LR, MEMORY_STEPS = 64, 0.01, 3
+MEMORY_FRAMEWORKS = ("engine", "torch")
 
 
 class TorchLeNet(torch.nn.Module):
@@ -119,9 +117,8 @@ def test_cnn_step(interleaved):
     mlp.pin_threads()
     sides = _sides()
     interleaved("cnn step b64 / torch", {k: v[0] for k, v in sides.items()}, max_rounds=100)
-    np.testing.assert_allclose(
-        sides["engine"][1]()["fc.bias"], sides["torch"][1]()["fc.bias"], rtol=1e-4, atol=1e-5
-    )
+    # torch first: the tolerance is relative to torch's values
+    mlp.assert_agree({fw: sides[fw][1]() for fw in ("torch", "engine")}, **mlp.AGREE)
 
 
 def test_conv2d_forward_backward(interleaved):
@@ -161,36 +158,18 @@ def measure_memory(framework: str) -> dict:
     resident set before the first step."""
     mlp.pin_threads()
     step, params = _sides()[framework]
-    baseline = peak_memory.reset_peak()
-    for _ in range(MEMORY_STEPS):
-        step()
-    return {
-        "baseline_kib": baseline,
-        "step_peak_kib": peak_memory.proc_status("VmHWM") - baseline,
-        "fc.bias": params()["fc.bias"].tolist(),
-    }
+    measured = peak_memory.measure(step, MEMORY_STEPS)
+    return {**measured, "fc.bias": params()["fc.bias"].tolist()}
 
 
 def test_cnn_step_peak_memory(benchmark):
-    benchmark.group = "cnn step peak memory / torch"
-    records = benchmark.pedantic(
-        lambda: {fw: peak_memory.fresh_process(__file__, fw) for fw in ("engine", "torch")},
-        rounds=1,
-    )
-    np.testing.assert_allclose(
-        records["engine"]["fc.bias"], records["torch"]["fc.bias"], rtol=1e-4, atol=1e-5
-    )
-    baselines = ", ".join(f"{fw} {r['baseline_kib'] / 1024:.0f} MiB" for fw, r in records.items())
-    targets.record(
-        "cnn step peak memory / torch",
-        {fw: r["step_peak_kib"] * 1024 for fw, r in records.items()},
-        rounds=1,
-        note=f"baselines {baselines}",
-    )
+    name = "cnn step peak memory / torch"
+    records = peak_memory.run_fresh(benchmark, name, __file__, MEMORY_FRAMEWORKS)
+    # torch first: the tolerance is relative to torch's values
+    biases = {fw: {"fc.bias": np.asarray(records[fw]["fc.bias"])} for fw in ("torch", "engine")}
+    mlp.assert_agree(biases, **mlp.AGREE)
+    peak_memory.record(name, records)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--memory":
-        print(json.dumps(measure_memory(sys.argv[2])))
-    else:
-        sys.exit("usage: bench_cnn.py --memory engine|torch")
+    peak_memory.main(__file__, measure_memory, MEMORY_FRAMEWORKS)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import mlp
 import numpy as np
-import safetensors.numpy
 import torch
 import torch.nn.functional as F
 
+from harness.a1 import import_torch_weights
 from harness.engine import (
     ActivationConfig,
     AdamConfig,
@@ -25,8 +25,6 @@ from harness.engine import (
     LinearConfig,
     LstmConfig,
     Module,
-    PyTorchToBurnAdapter,
-    SafetensorsStore,
     Tensor,
     TransformerEncoderConfig,
     TransformerEncoderInput,
@@ -37,9 +35,7 @@ LSTM_IN, LSTM_H = 32, 64
 
 
 def _load(engine_module, torch_module):
-    state = {k: v.detach().numpy().copy() for k, v in torch_module.state_dict().items()}
-    store = SafetensorsStore.from_bytes(safetensors.numpy.save(state))
-    model, result = store.with_from_adapter(PyTorchToBurnAdapter()).apply_to(engine_module)
+    model, result = import_torch_weights(torch_module, engine_module)
     assert not (result.missing or result.errors), result
     return model
 

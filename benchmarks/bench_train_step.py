@@ -11,14 +11,10 @@ setup, minus the resident set before the first step), and its parameters are che
 
 from __future__ import annotations
 
-import json
-import sys
-
 import mlp
 import numpy as np
 import peak_memory
 import pytest
-import targets
 
 FRAMEWORKS = ("engine", "torch", "numpy")
 # Steps per timed call, so that a tiny step is not lost in the timer's resolution.
@@ -50,35 +46,21 @@ def measure_memory(framework: str) -> dict:
     that baseline, so torch's larger import does not count)."""
     mlp.pin_threads()
     trainer = mlp.SETUPS[framework]("large")
-    baseline = peak_memory.reset_peak()
-    for _ in range(MEMORY_STEPS):
-        trainer.step()
-    peak = peak_memory.proc_status("VmHWM")
+    measured = peak_memory.measure(trainer.step, MEMORY_STEPS)
     biases = {k: v.tolist() for k, v in trainer.params().items() if k.endswith("bias")}
-    return {"baseline_kib": baseline, "step_peak_kib": peak - baseline, "biases": biases}
+    return {**measured, "biases": biases}
 
 
 def test_peak_memory_large(benchmark):
-    benchmark.group = "step peak memory large / torch"
-    records = benchmark.pedantic(
-        lambda: {fw: peak_memory.fresh_process(__file__, fw) for fw in FRAMEWORKS}, rounds=1
-    )
+    name = "step peak memory large / torch"
+    records = peak_memory.run_fresh(benchmark, name, __file__, FRAMEWORKS)
     biases = {
         fw: {k: np.array(v, np.float32) for k, v in r["biases"].items()}
         for fw, r in records.items()
     }
     mlp.assert_agree(biases, **mlp.AGREE)
-    baselines = ", ".join(f"{fw} {r['baseline_kib'] / 1024:.0f} MiB" for fw, r in records.items())
-    targets.record(
-        "step peak memory large / torch",
-        {fw: r["step_peak_kib"] * 1024 for fw, r in records.items()},
-        rounds=1,
-        note=f"baselines {baselines}",
-    )
+    peak_memory.record(name, records)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--memory":
-        print(json.dumps(measure_memory(sys.argv[2])))
-    else:
-        sys.exit("usage: bench_train_step.py --memory engine|torch|numpy")
+    peak_memory.main(__file__, measure_memory, FRAMEWORKS)

@@ -17,17 +17,15 @@ NaN, and the NaN reaches the input gradient of the whole batch element (``differ
 """
 
 import numpy as np
-import safetensors.numpy
 import torch
 import torch.nn.functional as F
 
+from harness.a1 import import_torch_weights
 from harness.case import agree, differ, expect, predicate
 from harness.engine import (
     Device,
     MhaInput,
     MultiHeadAttentionConfig,
-    PyTorchToBurnAdapter,
-    SafetensorsStore,
     Tensor,
     generate_autoregressive_mask,
 )
@@ -99,10 +97,8 @@ def _engine_run(mha, device, x_np, cot_np, mask_pad=None, mask_attn=None):
 
 def engine_side():
     device = Device.flex().autodiff()
-    state = {k: v.detach().numpy().copy() for k, v in _torch_mha().state_dict().items()}
-    store = SafetensorsStore.from_bytes(safetensors.numpy.save(state))
     config = MultiHeadAttentionConfig(D, NH, dropout=0.0)
-    mha, result = store.with_from_adapter(PyTorchToBurnAdapter()).apply_to(config.init(device))
+    mha, result = import_torch_weights(_torch_mha(), config.init(device))
     assert not (result.missing or result.unused or result.errors), result
     x, cot, pad, causal, full = _data()
     causal_mask = generate_autoregressive_mask(B, S, device)

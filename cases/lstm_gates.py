@@ -18,9 +18,9 @@ burn's state is ``[batch, hidden]`` with cell first, where PyTorch returns ``(h,
 """
 
 import numpy as np
-import safetensors.numpy
 import torch
 
+from harness.a1 import import_torch_weights
 from harness.case import agree, differ, equals, expect, predicate
 from harness.engine import (
     GRU_GATES,
@@ -28,8 +28,6 @@ from harness.engine import (
     Device,
     GruConfig,
     LstmConfig,
-    PyTorchToBurnAdapter,
-    SafetensorsStore,
     Tensor,
 )
 
@@ -38,9 +36,7 @@ B, T, D_IN, H = 3, 6, 4, 5
 
 def _load(engine_module, torch_module):
     """The torch module's weights through a safetensors buffer and burn's adapter."""
-    state = {k: v.detach().numpy().copy() for k, v in torch_module.state_dict().items()}
-    store = SafetensorsStore.from_bytes(safetensors.numpy.save(state))
-    model, result = store.with_from_adapter(PyTorchToBurnAdapter()).apply_to(engine_module)
+    model, result = import_torch_weights(torch_module, engine_module)
     assert not (result.errors or result.missing or result.unused), result
     return model
 

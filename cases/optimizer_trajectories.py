@@ -35,7 +35,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import A1_LR, a1_engine, a1_torch, engine_params, torch_params
+from harness.a1 import A1_LR, a1_engine, a1_torch, engine_params, f32, torch_params
 from harness.case import agree, differ, trajectory
 from harness.engine import (
     AdaGradConfig,
@@ -57,11 +57,6 @@ SGD_LR = A1_LR
 # Adaptive optimizers move every element by about lr per step whatever the gradient's size; 0.1
 # would be a large jump for weights of size ~0.25, so they use a common Adam-style rate.
 ADAPTIVE_LR = 0.01
-
-
-def f32(x: float) -> float:
-    """A hyperparameter as burn stores it (an f32 field), as the Python float PyTorch takes."""
-    return float(np.float32(x))
 
 
 # PyTorch's defaults where burn's differ (reference-engine.md section 6), and burn's.

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import a1_arrays, a1_engine, a1_torch, engine_params, torch_params
+from harness.a1 import a1_arrays, a1_engine, a1_torch, engine_params, f32, torch_params
 from harness.case import agree, capture, differ, predicate, raises_vs_value
 from harness.engine import (
     AdamConfig,
@@ -51,11 +51,6 @@ GAMMA = 0.8  # fc2's schedule: exponential from FC2_LR
 ADAM_LR, LATE_AT = 0.01, 3
 # adam_groups: fc1 lr 0.01 with L2 weight decay 0.1, fc2 lr 0.005 without; PyTorch's eps.
 ADAM_FC1_LR, ADAM_FC2_LR, ADAM_FC1_WD, BETAS, EPS = 0.01, 0.005, 0.1, (0.9, 0.999), 1e-8
-
-
-def f32(x: float) -> float:
-    """A hyperparameter as burn stores it (an f32 field), as the Python float PyTorch takes."""
-    return float(np.float32(x))
 
 
 # ---- PyTorch side ---------------------------------------------------------------------------

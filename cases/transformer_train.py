@@ -34,10 +34,10 @@ signs. The two sides' noise differs, and so would two PyTorch runs with another 
 import math
 
 import numpy as np
-import safetensors.numpy
 import torch
 import torch.nn.functional as F
 
+from harness.a1 import f32, import_torch_weights
 from harness.case import agree, differ
 from harness.engine import (
     AdamConfig,
@@ -48,8 +48,6 @@ from harness.engine import (
     LinearConfig,
     Module,
     PositionalEncodingConfig,
-    PyTorchToBurnAdapter,
-    SafetensorsStore,
     Tensor,
     TransformerEncoderConfig,
     TransformerEncoderInput,
@@ -125,11 +123,6 @@ def torch_side(dtype=torch.float32):
     return {"steps": {"loss": torch.stack(losses)}, "params": params}
 
 
-def f32(x: float) -> float:
-    """A hyperparameter as burn stores it (an f32 field), as the Python float PyTorch takes."""
-    return float(np.float32(x))
-
-
 def _without_key_bias(state: dict) -> dict:
     """`in_proj_bias` without its key third (see the module docstring)."""
     for name in [k for k in state if k.endswith("in_proj_bias")]:
@@ -171,9 +164,7 @@ def _pytorch_state(model: Model) -> dict:
 def engine_side(dtype="float32"):
     device = Device.flex().autodiff()
     model = _torch_model(getattr(torch, dtype))  # the params take the file's dtype
-    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
-    store = SafetensorsStore.from_bytes(safetensors.numpy.save(state))
-    model, result = store.with_from_adapter(PyTorchToBurnAdapter()).apply_to(Model(device))
+    model, result = import_torch_weights(model, Model(device))
     assert not (result.missing or result.errors), result
     x_np, y_np = _task()
     x, y = Tensor.from_numpy(x_np, device), Tensor.from_numpy(y_np, device)

@@ -8,10 +8,14 @@ the engine's Linear stores the transpose.
     arrays = a1_arrays()                      # dict of np.ndarray, PyTorch layout
     model, x, y = a1_torch()                  # torch.nn.Module with .fc1 / .fc2
     model, x, y = a1_engine(Device.flex().autodiff())   # engine A1 module
+    model, result = import_torch_weights(torch_module, engine_module)  # any module pair
 
 `rounding="float32"` builds the variant used by the `input_rounding` case: inputs and biases
 computed in float32 arithmetic (`f32(0.1) * f32(k) - f32(0.5)`), which differs from the exact
 values by a few ULP in several positions.
+
+`f32(x)` (the engine's own) rounds a hyperparameter to float32 once, as burn's f32 config fields
+store it: the Python float to hand PyTorch for the same value.
 
 `dtype="float64"` (torch: `torch.float64`) builds the float64 rerun of a trajectory case: the
 same float32 values, exactly, in float64 params and inputs, so that the rerun computes the
@@ -24,7 +28,9 @@ from typing import Literal
 
 import numpy as np
 
+from harness.engine.loss.reduction import f32
 from harness.engine.module import Linear, Module, Param, Relu
+from harness.engine.store import ApplyResult, PyTorchToBurnAdapter, SafetensorsStore
 from harness.engine.tensor import Tensor
 
 __all__ = [
@@ -37,6 +43,8 @@ __all__ = [
     "a1_torch",
     "engine_grads",
     "engine_params",
+    "f32",
+    "import_torch_weights",
     "torch_grads",
     "torch_params",
 ]
@@ -165,6 +173,24 @@ def a1_torch(rounding: Rounding = "once", dtype=None):
         for name in PARAM_NAMES:
             model.get_parameter(name).copy_(torch.from_numpy(arrays[name]))
     return model, torch.from_numpy(arrays["x"].copy()), torch.from_numpy(arrays["y"].copy())
+
+
+def import_torch_weights(
+    torch_module, engine_module: Module, remap=()
+) -> tuple[Module, ApplyResult]:
+    """`(engine_module with torch_module's weights, ApplyResult)`: the state_dict as
+    safetensors bytes, read by `SafetensorsStore` through the `remap` rules (`(pattern,
+    replacement)` pairs, in order) and burn's `PyTorchToBurnAdapter`.
+
+    Asserts nothing: each caller checks the result for what its import may leave over.
+    """
+    import safetensors.numpy  # imported on use, as the engine's reader does
+
+    state = {k: v.detach().numpy().copy() for k, v in torch_module.state_dict().items()}
+    store = SafetensorsStore.from_bytes(safetensors.numpy.save(state))
+    for pattern, replacement in remap:
+        store = store.with_key_remapping(pattern, replacement)
+    return store.with_from_adapter(PyTorchToBurnAdapter()).apply_to(engine_module)
 
 
 # ---- recording helpers: every A1 case reports params in PyTorch's layout -------------------

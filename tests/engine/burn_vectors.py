@@ -1,14 +1,17 @@
-"""Shared fixtures of burn-optim's unit tests (`given_linear_layer` and the inputs most
-`crates/burn-optim/src/optim/*.rs` test modules use, burn commit
-2c06be351006851d42fdb6df16b976f4a82d9747), for the engine and for torch re-derivations."""
+"""Shared pieces of the tests transcribed from burn (commit
+2c06be351006851d42fdb6df16b976f4a82d9747): the fixtures of burn-optim's unit tests
+(`given_linear_layer` and the inputs most `crates/burn-optim/src/optim/*.rs` test modules use),
+for the engine and for torch re-derivations; and the tensor constructors and burn's default
+`assert_approx_eq` of the loss test modules (`crates/burn-nn/src/loss/*.rs`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from harness.engine import Device, GradientsParams, Linear, Param, Tensor
+from harness.engine import Device, GradientsParams, Linear, LinearConfig, Module, Param, Tensor
 
+DEV = Device.flex()
 AD = Device.flex().autodiff()
 
 # burn's `given_linear_layer` weight, in burn's `[d_in, d_out]` layout, and bias.
@@ -79,3 +82,50 @@ def assert_approx_eq(got, expected, tolerance: float) -> None:
     assert got.shape == expected.shape
     gap = float(np.abs(got - expected).max())
     assert gap <= tolerance, f"max |diff| {gap:.3e} > {tolerance:g}"
+
+
+# ---- module/module_optimizer.rs -----------------------------------------------------------
+
+
+class TwoLayerModel(Module):
+    """module_optimizer.rs `TwoLayerModel { layer_a: Linear, layer_b: Linear }` (4 -> 4)."""
+
+    def __init__(self, layer_a, layer_b) -> None:
+        self.layer_a = layer_a
+        self.layer_b = layer_b
+
+
+def make_model() -> TwoLayerModel:
+    return TwoLayerModel(LinearConfig(4, 4).init(AD), LinearConfig(4, 4).init(AD))
+
+
+def make_grads(model: TwoLayerModel, x: Tensor) -> GradientsParams:
+    """module_optimizer.rs `make_grads`: `(layer_a(x) + layer_b(x)).mean().backward()`."""
+    out = model.layer_a.forward(x) + model.layer_b.forward(x)
+    return GradientsParams.from_grads(out.mean().backward(), model)
+
+
+# ---- the loss test modules ------------------------------------------------------------------
+
+
+def floats(data, device=DEV) -> Tensor:
+    return Tensor.from_floats(data, device)
+
+
+def ints(data, device=DEV) -> Tensor:
+    return Tensor.from_ints(data, device)
+
+
+def approx(actual, expected, rel: float = 0.005, abs_: float = 1e-5) -> None:
+    """burn's `TensorData::assert_approx_eq::<f32>` (`crates/burn-std/src/data/compare.rs`):
+    same shape, and per element `a == b` or `|a - b| < max(abs, rel * max(|a|, |b|))` in f32,
+    NaN matching NaN and infinities of one sign matching. The defaults are burn's
+    `Tolerance::default()` (`balanced`: rel 0.005, abs 1e-5)."""
+    a = np.asarray(actual, dtype=np.float32)
+    b = np.asarray(expected, dtype=np.float32)
+    assert a.shape == b.shape, f"shape {list(a.shape)} != {list(b.shape)}"
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(a - b)
+        bound = np.maximum(np.float32(abs_), np.float32(rel) * np.maximum(np.abs(a), np.abs(b)))
+        ok = (a == b) | (diff < bound) | (np.isnan(a) & np.isnan(b))
+    assert ok.all(), f"not approx eq:\n{a}\n{b}"

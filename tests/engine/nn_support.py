@@ -1,14 +1,13 @@
 """Shared pieces of the test_nn_* files: torch weights into engine modules through the
-importer, engine gradients by param path, float64 finite differences."""
+importer, engine gradients by param path (finite differences: test_kernels_support)."""
 
 from __future__ import annotations
 
 import numpy as np
-import safetensors.torch
 import torch
 
+from harness.a1 import import_torch_weights
 from harness.engine import Device, Tensor
-from harness.engine.store import PyTorchToBurnAdapter, SafetensorsStore
 
 AD = Device.flex().autodiff()
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -17,12 +16,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 def import_torch(torch_module: torch.nn.Module, engine_module, remap=()):
     """`engine_module` with `torch_module`'s weights, through safetensors bytes and burn's
     adapter plus the registered sequence rules; asserts nothing was left over."""
-    state = {k: v.detach().contiguous() for k, v in torch_module.state_dict().items()}
-    store = SafetensorsStore.from_bytes(safetensors.torch.save(state))
-    for pattern, replacement in remap:
-        store = store.with_key_remapping(pattern, replacement)
-    store = store.with_from_adapter(PyTorchToBurnAdapter())
-    model, result = store.apply_to(engine_module)
+    model, result = import_torch_weights(torch_module, engine_module, remap)
     assert result.errors == (), result.errors
     assert result.missing == (), result.missing
     return model, result
@@ -47,21 +41,6 @@ def grads_by_path(model, grads) -> dict[str, np.ndarray]:
 
 def rng_array(seed: int, shape, scale=1.0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape) * scale
-
-
-def finite_difference(fn, x: np.ndarray, cotangent: np.ndarray, eps=1e-6) -> np.ndarray:
-    """Central differences of `sum(fn(x) * cotangent)` in float64."""
-    grad = np.zeros_like(x)
-    flat = x.reshape(-1)
-    for i in range(flat.size):
-        old = flat[i]
-        flat[i] = old + eps
-        up = float(np.sum(fn(x) * cotangent))
-        flat[i] = old - eps
-        down = float(np.sum(fn(x) * cotangent))
-        flat[i] = old
-        grad.reshape(-1)[i] = (up - down) / (2 * eps)
-    return grad
 
 
 TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-9, atol=1e-11)}

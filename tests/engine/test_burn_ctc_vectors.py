@@ -13,28 +13,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from burn_vectors import AD, DEV, approx, ints
 
-from harness.engine import CTCLossConfig, Device, Reduction, Tensor
-
-DEV = Device.flex()
-AD = Device.flex().autodiff()
-
-
-def approx(actual, expected, rel=0.005, abs_=1e-5):
-    """burn's `assert_approx_eq::<f32>` (`burn-std/src/data/compare.rs`): equal, or
-    `|a - b| < max(abs, rel * max(|a|, |b|))`; NaNs and same-sign infinities match. The
-    defaults are `Tolerance::default()`."""
-    a = np.asarray(actual, dtype=np.float32)
-    b = np.asarray(expected, dtype=np.float32)
-    assert a.shape == b.shape, f"shape {list(a.shape)} != {list(b.shape)}"
-    with np.errstate(invalid="ignore"):
-        bound = np.maximum(np.float32(abs_), np.float32(rel) * np.maximum(np.abs(a), np.abs(b)))
-        ok = (a == b) | (np.abs(a - b) < bound) | (np.isnan(a) & np.isnan(b))
-    assert ok.all(), f"not approx eq:\n{a}\n{b}"
-
-
-def ints(data, device=DEV):
-    return Tensor.from_ints(data, device)
+from harness.engine import CTCLossConfig, Reduction, Tensor
 
 
 def full(shape, value, device=DEV):

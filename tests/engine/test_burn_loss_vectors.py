@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from burn_vectors import AD, DEV, approx, floats, ints
 
 from harness.engine import (
     BinaryCrossEntropyLossConfig,
     CosineEmbeddingLossConfig,
     CrossEntropyLossConfig,
-    Device,
     GaussianNLLLossConfig,
     HingeEmbeddingLossConfig,
     HuberLossConfig,
@@ -41,32 +41,6 @@ from harness.engine import (
     TripletMarginLossConfig,
 )
 from harness.engine.loss.cross_entropy import smooth
-
-DEV = Device.flex()
-AD = Device.flex().autodiff()
-
-
-def floats(data, device=DEV) -> Tensor:
-    return Tensor.from_floats(data, device)
-
-
-def ints(data, device=DEV) -> Tensor:
-    return Tensor.from_ints(data, device)
-
-
-def approx(actual, expected, rel: float = 0.005, abs_: float = 1e-5) -> None:
-    """burn's `TensorData::assert_approx_eq::<f32>` (`crates/burn-std/src/data/compare.rs`):
-    same shape, and per element `a == b` or `|a - b| < max(abs, rel * max(|a|, |b|))` in f32,
-    NaN matching NaN and infinities of one sign matching. The defaults are burn's
-    `Tolerance::default()` (`balanced`: rel 0.005, abs 1e-5)."""
-    a = np.asarray(actual, dtype=np.float32)
-    b = np.asarray(expected, dtype=np.float32)
-    assert a.shape == b.shape, f"shape {list(a.shape)} != {list(b.shape)}"
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(a - b)
-        bound = np.maximum(np.float32(abs_), np.float32(rel) * np.maximum(np.abs(a), np.abs(b)))
-        ok = (a == b) | (diff < bound) | (np.isnan(a) & np.isnan(b))
-    assert ok.all(), f"not approx eq:\n{a}\n{b}"
 
 
 def exact(actual, expected) -> None:

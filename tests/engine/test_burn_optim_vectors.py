@@ -22,6 +22,8 @@ from burn_vectors import (
     engine_run,
     engine_step,
     given_linear_layer,
+    make_grads,
+    make_model,
     ramp_input,
     torch_run,
 )
@@ -36,7 +38,6 @@ from harness.engine import (
     GradientsAccumulator,
     GradientsParams,
     LinearConfig,
-    Module,
     MomentumConfig,
     RmsPropConfig,
     SgdConfig,
@@ -567,34 +568,21 @@ def test_accumulate_gradients_two_steps():
 # ---- module/module_optimizer.rs -----------------------------------------------------------
 
 
-class TwoLayerModel(Module):
-    """module_optimizer.rs's `TwoLayerModel { layer_a: Linear, layer_b: Linear }` (4 x 4)."""
-
-    def __init__(self, layer_a, layer_b) -> None:
-        self.layer_a = layer_a
-        self.layer_b = layer_b
-
-
-def _two_layer_grads(model, x):
-    """module_optimizer.rs `make_grads`: `(layer_a(x) + layer_b(x)).mean().backward()`."""
-    out = model.layer_a.forward(x) + model.layer_b.forward(x)
-    return GradientsParams.from_grads(out.mean().backward(), model)
-
-
 def test_default_optimizer_state_survives_round_trip():
     """module_optimizer.rs `default_optimizer_state_survives_round_trip`: Adam, three steps,
-    record loaded into a new optimizer; the next step agrees (burn: 1e-6; here exactly). The
-    group tests of that file need `with_group` / `ParamGroup`, which the engine has not."""
+    record loaded into a new optimizer; the next step agrees (burn: 1e-6; here exactly). That
+    file's group tests (and this one at burn's tolerance) are in
+    test_burn_param_group_vectors.py."""
     rng = np.random.default_rng(8)
-    model = TwoLayerModel(LinearConfig(4, 4).init(AD), LinearConfig(4, 4).init(AD))
+    model = make_model()
     optim = AdamConfig().init()
     for _ in range(3):
         x = Tensor.from_numpy(rng.random((2, 4), np.float32), AD)
-        model = optim.step(0.01, model, _two_layer_grads(model, x))
+        model = optim.step(0.01, model, make_grads(model, x))
     reloaded = AdamConfig().init().load_record(optim.to_record())
     x = Tensor.from_numpy(rng.random((2, 4), np.float32), AD)
-    from_original = optim.step(0.01, model.clone(), _two_layer_grads(model, x))
-    from_reloaded = reloaded.step(0.01, model, _two_layer_grads(model, x))
+    from_original = optim.step(0.01, model.clone(), make_grads(model, x))
+    from_reloaded = reloaded.step(0.01, model, make_grads(model, x))
     for layer in ("layer_a", "layer_b"):
         a = getattr(from_original, layer).weight.val().numpy()
         b = getattr(from_reloaded, layer).weight.val().numpy()

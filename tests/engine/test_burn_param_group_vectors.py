@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from burn_vectors import AD, assert_approx_eq
+from burn_vectors import AD, assert_approx_eq, make_grads, make_model
 
 from harness.a1 import a1_engine, a1_torch, engine_params, torch_params
 from harness.engine import (
@@ -54,27 +54,9 @@ EPSILON = 1e-10  # module_lr_scheduler.rs: EPSILON
 # ---- module_optimizer.rs ------------------------------------------------------------------
 
 
-class TwoLayerModel(Module):
-    """module_optimizer.rs `TwoLayerModel { layer_a: Linear, layer_b: Linear }` (4 -> 4)."""
-
-    def __init__(self, layer_a, layer_b) -> None:
-        self.layer_a = layer_a
-        self.layer_b = layer_b
-
-
-def make_model() -> TwoLayerModel:
-    return TwoLayerModel(LinearConfig(4, 4).init(AD), LinearConfig(4, 4).init(AD))
-
-
 def random_x(rng, low=0.0, high=1.0) -> Tensor:
     """`Tensor::random([2, 4], Distribution::Default | Uniform(low, high))`."""
     return Tensor.from_numpy(rng.uniform(low, high, (2, 4)).astype(np.float32), AD)
-
-
-def make_grads(model: TwoLayerModel, x: Tensor) -> GradientsParams:
-    """`layer_a(x) + layer_b(x)`, its mean's gradients."""
-    out = model.layer_a.forward(x) + model.layer_b.forward(x)
-    return GradientsParams.from_grads(out.mean().backward(), model)
 
 
 LR = 0.01  # lr(): ModuleLearningRate::from(0.01)

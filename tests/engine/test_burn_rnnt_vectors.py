@@ -17,27 +17,23 @@ import math
 
 import numpy as np
 import pytest
+from burn_vectors import AD, DEV, ints
 
-from harness.engine import Device, Reduction, RNNTLossConfig, Tensor
+from harness.engine import Reduction, RNNTLossConfig, Tensor
 from harness.engine.loss.rnnt import _log_sum_exp
 
-DEV = Device.flex()
-AD = Device.flex().autodiff()
 NUM_LABELS = 2  # burn's vocab size for the simple unit tests
 
 
 def approx(actual, expected, tol):
     """burn's `assert_approx_eq::<f32>` with `Tolerance::absolute(tol)` (`burn-std/src/data/
-    compare.rs`): equal, or `|a - b| < tol` (the relative part is 0)."""
+    compare.rs`): equal, or `|a - b| < tol` (the relative part is 0). Not
+    `burn_vectors.approx` with rel 0: that one lets NaN match NaN, this one fails on a NaN."""
     a = np.asarray(actual, dtype=np.float32)
     b = np.asarray(expected, dtype=np.float32)
     assert a.shape == b.shape, f"shape {list(a.shape)} != {list(b.shape)}"
     ok = (a == b) | (np.abs(a - b) < np.float32(tol))
     assert ok.all(), f"not approx eq:\n{a}\n{b}"
-
-
-def ints(data, device=DEV):
-    return Tensor.from_ints(data, device)
 
 
 # ---- the textbook reference: float64 NumPy, Graves 2012 ---------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from test_optim import engine_grads
 
 from harness.a1 import PARAM_NAMES, a1_engine, a1_torch, engine_params
 from harness.engine import (
@@ -275,14 +276,9 @@ def test_scalars_and_floats_in_the_metadata():
 # ---- optimizer records: exact round trips -------------------------------------------------
 
 
-def grads_of(model, x, y) -> GradientsParams:
-    loss = CrossEntropyLossConfig().init(AD).forward(model.forward(x), y)
-    return GradientsParams.from_grads(loss.backward(), model)
-
-
 def train(optim, model, x, y, lr: float, steps: int):
     for _ in range(steps):
-        model = optim.step(lr, model, grads_of(model, x, y))
+        model = optim.step(lr, model, engine_grads(model, x, y))
     return model
 
 
@@ -331,7 +327,7 @@ def test_optimizer_state_round_trips_exactly(name, dtype, tmp_path):
 def test_muon_state_round_trips_exactly(tmp_path):
     model, x, y = a1_engine(AD)
     optim = MuonConfig().init()
-    grads = grads_of(model, x, y)
+    grads = engine_grads(model, x, y)
     grads.remove(model.fc1.bias.id)  # Muon takes 2-D params only
     grads.remove(model.fc2.bias.id)
     model = optim.step(0.01, model, grads)

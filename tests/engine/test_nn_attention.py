@@ -14,13 +14,13 @@ from nn_support import (
     DTYPES,
     TOL,
     assert_burn_approx,
-    finite_difference,
     grads_by_path,
     import_torch,
     leaf,
     rng_array,
     tensor,
 )
+from test_kernels_support import finite_difference
 
 from harness.engine import (
     NORM_FIRST_REMAPPING,
@@ -119,8 +119,8 @@ def test_quiet_softmax_formula_and_fd():
     ye = leaf(y, "float64")
     engine = ye.grad((quiet_softmax(ye, 1) * tensor(cot, "float64")).sum().backward()).numpy()
     # max is detached in burn, but the result does not depend on it: the FD gradient agrees.
-    numeric = finite_difference(
-        lambda v: quiet_softmax(tensor(v, "float64", AD.inner()), 1).numpy(), y.copy(), cot
+    (numeric,) = finite_difference(
+        lambda v: quiet_softmax(tensor(v, "float64", AD.inner()), 1).numpy(), [y], cot
     )
     np.testing.assert_allclose(engine, numeric, rtol=1e-6, atol=1e-9)
 
@@ -142,7 +142,8 @@ def test_mha_gradients_against_finite_differences():
             MhaInput.self_attn(tensor(v, "float64", AD.inner())).with_mask_attn(mask)
         ).context.numpy()
 
-    np.testing.assert_allclose(engine, finite_difference(fn, x.copy(), cot), rtol=1e-6, atol=1e-9)
+    (numeric,) = finite_difference(fn, [x], cot)
+    np.testing.assert_allclose(engine, numeric, rtol=1e-6, atol=1e-9)
 
 
 def test_burn_mask_vectors():

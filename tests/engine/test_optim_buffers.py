@@ -9,6 +9,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from test_optim import engine_grads
 
 from harness.a1 import a1_engine
 from harness.engine import (
@@ -16,9 +17,7 @@ from harness.engine import (
     AdamConfig,
     AdamWConfig,
     AdanConfig,
-    CrossEntropyLossConfig,
     Device,
-    GradientsParams,
     MomentumConfig,
     RmsPropConfig,
     SgdConfig,
@@ -258,11 +257,6 @@ def test_burns_expressions_allocate_several_params_worth():
 AD = Device.flex().autodiff()
 
 
-def _grads(model, x, y):
-    loss = CrossEntropyLossConfig().init(AD).forward(model.forward(x), y)
-    return GradientsParams.from_grads(loss.backward(), model)
-
-
 def _values(model):
     return {path: param.val().numpy().copy() for path, param in model.params()}
 
@@ -272,10 +266,10 @@ def test_clones_gradients_and_records_taken_before_a_step_keep_their_values(name
     config = CASES[name][0]
     optim = config.init()
     model, x, y = a1_engine(AD)
-    model = optim.step(0.05, model, _grads(model, x, y))  # state exists from here on
+    model = optim.step(0.05, model, engine_grads(model, x, y))  # state exists from here on
     clone = model.clone()
     clone_values = _values(clone)
-    grads = _grads(model, x, y)
+    grads = engine_grads(model, x, y)
     handles = {pid: grads.get(pid) for pid in grads.ids()}
     handle_values = {pid: t.numpy().copy() for pid, t in handles.items()}
     record = optim.to_record()
@@ -285,7 +279,7 @@ def test_clones_gradients_and_records_taken_before_a_step_keep_their_values(name
     }
     for _ in range(3):
         model = optim.step(0.05, model, grads)
-        grads = _grads(model, x, y)
+        grads = engine_grads(model, x, y)
     for path, value in _values(clone).items():
         assert np.array_equal(value, clone_values[path]), path
     for pid, handle in handles.items():
