@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import DTypeMismatchError, ShapeError
+from ..errors import ShapeError
+from ..ops.arrays import FLOAT_DTYPES, dtype_error
 
-FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 LAYOUT = {1: "[batch, channels, length]", 2: "[batch, channels, height, width]"}
 
 # burn-tensor/src/tensor/api/check.rs, TensorCheck::conv and ::conv_transpose (commit 2c06be35).
@@ -59,10 +59,7 @@ def check_float(op: str, *arrays: np.ndarray) -> np.dtype:
         raise TypeError(f"{op}: float tensors are float32 or float64, got {dtype}")
     for other in arrays[1:]:
         if other.dtype != dtype:
-            raise DTypeMismatchError(
-                f"{op}: dtype mismatch: {dtype} and {other.dtype} (no implicit promotion; "
-                f"cast one operand with .cast(...))"
-            )
+            raise dtype_error(op, arrays[0], other)
     return dtype
 
 
