@@ -1,5 +1,5 @@
-"""What the convolution, pooling and embedding kernels share: argument checks, output sizes,
-zero padding and kernel-tap slices.
+"""What the convolution, pooling and embedding kernels share: argument checks, output sizes
+and kernel-tap slices.
 
 Shape errors are `ShapeError` (a ValueError) whose one-line message starts with the op's name
 and states the expected and the given shape. Where burn has a runtime message, its text is kept
@@ -145,18 +145,6 @@ def pool_output_size(
     if ceil_mode:
         return -(-numerator // stride) + 1
     return numerator // stride + 1
-
-
-def pad_spatial(x: np.ndarray, padding: Sequence[int]) -> np.ndarray:
-    """`x` with `padding[i]` zeros on both sides of spatial dim i (dims 2...); `x` if none."""
-    if not any(padding):
-        return x
-    shape = x.shape[:2] + tuple(n + 2 * p for n, p in zip(x.shape[2:], padding, strict=True))
-    out = np.zeros(shape, dtype=x.dtype)
-    spatial = (slice(p, p + n) for n, p in zip(x.shape[2:], padding, strict=True))
-    inner = (slice(None), slice(None), *spatial)
-    out[inner] = x
-    return out
 
 
 def tap(out_hw: Sequence[int], i: int, j: int, stride, dilation) -> tuple[slice, slice]:

@@ -41,7 +41,6 @@ from ._common import (
     fmt,
     input_shape,
     ints,
-    pad_spatial,
     pool_output_size,
     tap,
     too_small,
@@ -381,11 +380,9 @@ def _padded_for(x: np.ndarray, w: _Window) -> np.ndarray:
     """x zero-padded far enough for every tap (values outside the input are never used by
     max pool, which masks them, and add 0 in average pools)."""
     h, width = x.shape[2:]
-    extra = (
-        _padded_size(h, w, 0) - h - 2 * w.padding[0],
-        _padded_size(width, w, 1) - width - 2 * w.padding[1],
-    )
-    xp = pad_spatial(x, w.padding)
-    if any(extra):
-        xp = np.pad(xp, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
-    return xp
+    p0, p1 = w.padding
+    # One copy: the padding on both sides plus, after it, ceil mode's extra reach.
+    after = (_padded_size(h, w, 0) - h - p0, _padded_size(width, w, 1) - width - p1)
+    if not (p0 or p1 or any(after)):
+        return x
+    return np.pad(x, ((0, 0), (0, 0), (p0, after[0]), (p1, after[1])))
