@@ -52,6 +52,13 @@ def ints(op: str, name: str, value, n: int, *, minimum: int) -> tuple[int, ...]:
     return tuple(int(v) for v in items)
 
 
+def ints_2d(op: str, name: str, value, nd: int, *, minimum: int, fill: int) -> tuple[int, int]:
+    """`value` (an int or `nd` ints, see `ints`) for a 2-D kernel: a 1-D op's gets `fill` in
+    front (a plane of height 1)."""
+    values = ints(op, name, value, nd, minimum=minimum)
+    return values if nd == 2 else (fill, *values)
+
+
 def check_float(op: str, *arrays: np.ndarray) -> np.dtype:
     """The common float dtype of `arrays` (float32 or float64; burn never promotes)."""
     dtype = arrays[0].dtype

@@ -40,7 +40,7 @@ from ._common import (
     check_rank,
     fmt,
     input_shape,
-    ints,
+    ints_2d,
     pool_output_size,
     tap,
     too_small,
@@ -332,15 +332,10 @@ def _window(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode) -> _Wi
 
 def _window_for_shape(op, shape, nd, kernel_size, stride, padding, ceil_mode, dilation=1):
     """Arguments as 2-D tuples (a 1-D pool gets height 1) and the output size (flex's)."""
-
-    def two(name, value, minimum, fill):
-        values = ints(op, name, value, nd, minimum=minimum)
-        return values if nd == 2 else (fill, *values)
-
-    kernel = two("kernel_size", kernel_size, 1, 1)
-    stride = kernel if stride is None else two("stride", stride, 1, 1)
-    pad = two("padding", padding, 0, 0)
-    dil = two("dilation", dilation, 1, 1)
+    kernel = ints_2d(op, "kernel_size", kernel_size, nd, minimum=1, fill=1)
+    stride = kernel if stride is None else ints_2d(op, "stride", stride, nd, minimum=1, fill=1)
+    pad = ints_2d(op, "padding", padding, nd, minimum=0, fill=0)
+    dil = ints_2d(op, "dilation", dilation, nd, minimum=1, fill=1)
     spatial = tuple(shape[2:]) if nd == 2 else (1, shape[-1])
     out = tuple(
         pool_output_size(spatial[a], kernel[a], stride[a], pad[a], dil[a], ceil_mode)
