@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 from harness.engine import module_ops
 from harness.engine.errors import ShapeError
-from harness.engine.kernels._common import GROUPS_NOT_DIVIDING
+from harness.engine.kernels._common import GROUPS_NOT_DIVIDING, fmt
 from harness.engine.module import Config, Module, Param
 from harness.engine.tensor import Tensor
 
@@ -70,8 +70,9 @@ def in_module(module: str, expects: str) -> Iterator[None]:
 
 def _check_input(module: str, x: Tensor, rank: int, layout: str) -> None:
     if x.ndim != rank:
-        shape = "[" + ", ".join(map(str, x.shape)) + "]"
-        raise ShapeError(f"{module}: expected an input of rank {rank} {layout}, got shape {shape}")
+        raise ShapeError(
+            f"{module}: expected an input of rank {rank} {layout}, got shape {fmt(x.shape)}"
+        )
 
 
 def _pair(value) -> tuple[int, int]:
