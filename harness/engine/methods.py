@@ -169,14 +169,10 @@ def unary_method(op: Primitive):
 
 
 def untracked_method(op: Primitive):
-    """`t.<op>(params...)` for an op whose output is never tracked; a forward that returns its
-    input unchanged (a cast to the same dtype) gives back the tensor itself."""
-    return _compiled(
-        op,
-        "x = self._data\n"
-        "    out = forward(x{params})\n"
-        "    return self if out is x else untracked_result(self, out)",
-    )
+    """`t.<op>(params...)` for an op whose output is never tracked. Every such forward returns
+    a new array (argmax/argmin, bool_not, int, float, the `*_like` constants), so the result
+    is always a new tensor."""
+    return _compiled(op, "return untracked_result(self, forward(self._data{params}))")
 
 
 def binary_method(op: Primitive):

@@ -88,18 +88,19 @@ class ConvTransposeOptions:
 
 def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvOptions) -> Tensor:
     """x `[batch, in, length]`, weight `[out, in / groups, kernel]` -> `[batch, out, l_out]`."""
-    return _conv(
-        conv.CONV1D, x, weight, bias,
-        stride=tuple(options.stride), padding=tuple(options.padding),
-        dilation=tuple(options.dilation), groups=options.groups,
-        keep_columns=_tracked(weight),
-    )  # fmt: skip
+    return _conv_with(conv.CONV1D, x, weight, bias, options)
 
 
 def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvOptions) -> Tensor:
     """x `[batch, in, h, w]`, weight `[out, in / groups, kh, kw]` -> `[batch, out, h', w']`."""
+    return _conv_with(conv.CONV2D, x, weight, bias, options)
+
+
+def _conv_with(op, x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvOptions) -> Tensor:
+    """A forward convolution `op` with `options`; the columns are kept only for a weight
+    gradient."""
     return _conv(
-        conv.CONV2D, x, weight, bias,
+        op, x, weight, bias,
         stride=tuple(options.stride), padding=tuple(options.padding),
         dilation=tuple(options.dilation), groups=options.groups,
         keep_columns=_tracked(weight),

@@ -216,6 +216,30 @@ def test_integer_and_bool_tensors_stay_untracked_in_ops():
     assert mask._node.requirement == "none"
 
 
+def test_untracked_methods_return_a_new_tensor_over_a_new_array():
+    # Also for an input already of the output's dtype (int() of an int64 tensor): nothing may
+    # alias the input's buffer.
+    floats = Tensor.from_floats([[1.0, 2.0]], AD).require_grad()
+    ints = Tensor.from_ints([[1, 2]], AD)
+    mask = floats.greater_elem(1.0)
+    calls = [
+        (floats, lambda t: t.argmax(1)),
+        (ints, lambda t: t.argmin(1)),
+        (mask, lambda t: t.bool_not()),
+        (ints, lambda t: t.int()),
+        (floats, lambda t: t.int()),
+        (ints, lambda t: t.float()),
+        (floats, lambda t: t.zeros_like()),
+        (ints, lambda t: t.ones_like()),
+        (floats, lambda t: t.full_like(2.0)),
+    ]
+    for t, call in calls:
+        out = call(t)
+        assert out is not t
+        assert not np.shares_memory(np.asarray(out), np.asarray(t))
+        assert not out.is_require_grad()
+
+
 def test_repr_names_shape_dtype_device_and_node():
     x = Tensor.from_floats([1.0, 2.0], AD).require_grad()
     text = repr(x)

@@ -26,6 +26,8 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ._common import tap
+
 
 class _Scratch(threading.local):
     def __init__(self) -> None:
@@ -107,8 +109,6 @@ def col2im(cols: np.ndarray, plane_hw, out_hw, kernel, stride, dilation, slot=No
     out.fill(0)
     for i in range(kh):
         for j in range(kw):
-            h0, w0 = i * dilation[0], j * dilation[1]
-            rows = slice(h0, h0 + stride[0] * (out_hw[0] - 1) + 1, stride[0])
-            columns = slice(w0, w0 + stride[1] * (out_hw[1] - 1) + 1, stride[1])
+            rows, columns = tap(out_hw, i, j, stride, dilation)
             out[:, rows, columns, :] += cols[:, i, j]
     return out

@@ -1,5 +1,5 @@
-"""What the convolution, pooling and embedding kernels share: argument checks, output sizes,
-zero padding and kernel-tap slices.
+"""What the convolution, pooling and embedding kernels share: argument checks, output sizes
+and kernel-tap slices.
 
 Shape errors are `ShapeError` (a ValueError) whose one-line message starts with the op's name
 and states the expected and the given shape. Where burn has a runtime message, its text is kept
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import DTypeMismatchError, ShapeError
+from ..errors import ShapeError
+from ..ops.arrays import FLOAT_DTYPES, dtype_error
 
-FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 LAYOUT = {1: "[batch, channels, length]", 2: "[batch, channels, height, width]"}
 
 # burn-tensor/src/tensor/api/check.rs, TensorCheck::conv and ::conv_transpose (commit 2c06be35).
@@ -52,6 +52,13 @@ def ints(op: str, name: str, value, n: int, *, minimum: int) -> tuple[int, ...]:
     return tuple(int(v) for v in items)
 
 
+def ints_2d(op: str, name: str, value, nd: int, *, minimum: int, fill: int) -> tuple[int, int]:
+    """`value` (an int or `nd` ints, see `ints`) for a 2-D kernel: a 1-D op's gets `fill` in
+    front (a plane of height 1)."""
+    values = ints(op, name, value, nd, minimum=minimum)
+    return values if nd == 2 else (fill, *values)
+
+
 def check_float(op: str, *arrays: np.ndarray) -> np.dtype:
     """The common float dtype of `arrays` (float32 or float64; burn never promotes)."""
     dtype = arrays[0].dtype
@@ -59,10 +66,7 @@ def check_float(op: str, *arrays: np.ndarray) -> np.dtype:
         raise TypeError(f"{op}: float tensors are float32 or float64, got {dtype}")
     for other in arrays[1:]:
         if other.dtype != dtype:
-            raise DTypeMismatchError(
-                f"{op}: dtype mismatch: {dtype} and {other.dtype} (no implicit promotion; "
-                f"cast one operand with .cast(...))"
-            )
+            raise dtype_error(op, arrays[0], other)
     return dtype
 
 
@@ -148,18 +152,6 @@ def pool_output_size(
     if ceil_mode:
         return -(-numerator // stride) + 1
     return numerator // stride + 1
-
-
-def pad_spatial(x: np.ndarray, padding: Sequence[int]) -> np.ndarray:
-    """`x` with `padding[i]` zeros on both sides of spatial dim i (dims 2...); `x` if none."""
-    if not any(padding):
-        return x
-    shape = x.shape[:2] + tuple(n + 2 * p for n, p in zip(x.shape[2:], padding, strict=True))
-    out = np.zeros(shape, dtype=x.dtype)
-    spatial = (slice(p, p + n) for n, p in zip(x.shape[2:], padding, strict=True))
-    inner = (slice(None), slice(None), *spatial)
-    out[inner] = x
-    return out
 
 
 def tap(out_hw: Sequence[int], i: int, j: int, stride, dilation) -> tuple[slice, slice]:

@@ -64,6 +64,7 @@ from ._common import (
     conv_output_size,
     fmt,
     ints,
+    ints_2d,
     too_small,
 )
 
@@ -407,14 +408,10 @@ def _check_transpose(x, weight, bias, stride, padding, padding_out, dilation, gr
 
 
 def _geometry(op, nd, kernel, stride, padding, dilation, groups) -> _Geometry:
-    def two(name, value, minimum, fill):
-        values = ints(op, name, value, nd, minimum=minimum)
-        return values if nd == 2 else (fill, *values)
-
     return _Geometry(
-        stride=two("stride", stride, 1, 1),
-        padding=two("padding", padding, 0, 0),
-        dilation=two("dilation", dilation, 1, 1),
+        stride=ints_2d(op, "stride", stride, nd, minimum=1, fill=1),
+        padding=ints_2d(op, "padding", padding, nd, minimum=0, fill=0),
+        dilation=ints_2d(op, "dilation", dilation, nd, minimum=1, fill=1),
         groups=groups,
         kernel=tuple(kernel) if nd == 2 else (1, *kernel),
     )

@@ -40,8 +40,7 @@ from ._common import (
     check_rank,
     fmt,
     input_shape,
-    ints,
-    pad_spatial,
+    ints_2d,
     pool_output_size,
     tap,
     too_small,
@@ -333,15 +332,10 @@ def _window(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode) -> _Wi
 
 def _window_for_shape(op, shape, nd, kernel_size, stride, padding, ceil_mode, dilation=1):
     """Arguments as 2-D tuples (a 1-D pool gets height 1) and the output size (flex's)."""
-
-    def two(name, value, minimum, fill):
-        values = ints(op, name, value, nd, minimum=minimum)
-        return values if nd == 2 else (fill, *values)
-
-    kernel = two("kernel_size", kernel_size, 1, 1)
-    stride = kernel if stride is None else two("stride", stride, 1, 1)
-    pad = two("padding", padding, 0, 0)
-    dil = two("dilation", dilation, 1, 1)
+    kernel = ints_2d(op, "kernel_size", kernel_size, nd, minimum=1, fill=1)
+    stride = kernel if stride is None else ints_2d(op, "stride", stride, nd, minimum=1, fill=1)
+    pad = ints_2d(op, "padding", padding, nd, minimum=0, fill=0)
+    dil = ints_2d(op, "dilation", dilation, nd, minimum=1, fill=1)
     spatial = tuple(shape[2:]) if nd == 2 else (1, shape[-1])
     out = tuple(
         pool_output_size(spatial[a], kernel[a], stride[a], pad[a], dil[a], ceil_mode)
@@ -381,11 +375,9 @@ def _padded_for(x: np.ndarray, w: _Window) -> np.ndarray:
     """x zero-padded far enough for every tap (values outside the input are never used by
     max pool, which masks them, and add 0 in average pools)."""
     h, width = x.shape[2:]
-    extra = (
-        _padded_size(h, w, 0) - h - 2 * w.padding[0],
-        _padded_size(width, w, 1) - width - 2 * w.padding[1],
-    )
-    xp = pad_spatial(x, w.padding)
-    if any(extra):
-        xp = np.pad(xp, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
-    return xp
+    p0, p1 = w.padding
+    # One copy: the padding on both sides plus, after it, ceil mode's extra reach.
+    after = (_padded_size(h, w, 0) - h - p0, _padded_size(width, w, 1) - width - p1)
+    if not (p0 or p1 or any(after)):
+        return x
+    return np.pad(x, ((0, 0), (0, 0), (p0, after[0]), (p1, after[1])))

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 from harness.engine import module_ops
 from harness.engine.errors import ShapeError
-from harness.engine.kernels._common import GROUPS_NOT_DIVIDING
+from harness.engine.kernels._common import GROUPS_NOT_DIVIDING, fmt
 from harness.engine.module import Config, Module, Param
 from harness.engine.tensor import Tensor
 
@@ -70,12 +70,28 @@ def in_module(module: str, expects: str) -> Iterator[None]:
 
 def _check_input(module: str, x: Tensor, rank: int, layout: str) -> None:
     if x.ndim != rank:
-        shape = "[" + ", ".join(map(str, x.shape)) + "]"
-        raise ShapeError(f"{module}: expected an input of rank {rank} {layout}, got shape {shape}")
+        raise ShapeError(
+            f"{module}: expected an input of rank {rank} {layout}, got shape {fmt(x.shape)}"
+        )
 
 
 def _pair(value) -> tuple[int, int]:
     return (value, value) if isinstance(value, int) else tuple(value)
+
+
+def _padded_2d(x: Tensor, padding, kernel, stride, fill: float):
+    """(input, symmetric padding): asymmetric pairs padded with `fill` first."""
+    (top, bottom), (left, right) = padding.pairs(x.shape[2], x.shape[3], kernel, stride)
+    if top != bottom or left != right:
+        return module_ops.pad(x, (left, right, top, bottom), fill), (0, 0)
+    return x, (top, left)
+
+
+def _padded_1d(x: Tensor, padding, kernel, stride, fill: float):
+    left, right = padding.pair(x.shape[2], kernel, stride)
+    if left != right:
+        return module_ops.pad(x, (left, right, 0, 0), fill), 0
+    return x, left
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,15 +137,8 @@ class Conv2d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("Conv2d", x, 4, "[batch_size, channels_in, height, width]")
-        (top, bottom), (left, right) = self.padding.pairs(
-            x.shape[2], x.shape[3], self.kernel_size, self.stride
-        )
         bias = None if self.bias is None else self.bias.val()
-        if top != bottom or left != right:
-            x = module_ops.pad(x, (left, right, top, bottom), 0.0)
-            padding = (0, 0)
-        else:
-            padding = (top, left)
+        x, padding = _padded_2d(x, self.padding, self.kernel_size, self.stride, 0.0)
         options = module_ops.ConvOptions(self.stride, padding, self.dilation, self.groups)
         c_in = self.weight.val().shape[1] * self.groups
         with in_module("Conv2d", f"[batch_size, {c_in}, height, width]"):
@@ -175,11 +184,8 @@ class Conv1d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("Conv1d", x, 3, "[batch_size, channels_in, length]")
-        left, right = self.padding.pair(x.shape[2], self.kernel_size, self.stride)
         bias = None if self.bias is None else self.bias.val()
-        if left != right:
-            x = module_ops.pad(x, (left, right, 0, 0), 0.0)
-            left = 0
+        x, left = _padded_1d(x, self.padding, self.kernel_size, self.stride, 0.0)
         options = module_ops.ConvOptions((self.stride,), (left,), (self.dilation,), self.groups)
         c_in = self.weight.val().shape[1] * self.groups
         with in_module("Conv1d", f"[batch_size, {c_in}, length]"):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from harness.engine.errors import ShapeError
+from harness.engine.kernels._common import fmt
 from harness.engine.module import Config, Module, Param, ParamId
 from harness.engine.tensor import Tensor
 
@@ -32,10 +33,6 @@ __all__ = [
     "RunningState",
     "batch_norm",
 ]
-
-
-def _fmt(shape) -> str:
-    return "[" + ", ".join(str(int(n)) for n in shape) + "]"
 
 
 class RunningState(Param):
@@ -202,7 +199,7 @@ class BatchNorm(Module):
         if x.shape[1] != n:
             raise ShapeError(
                 f"BatchNorm: expected an input of shape [batch_size, {n}, ...] ({n} features), "
-                f"got shape {_fmt(x.shape)}"
+                f"got shape {fmt(x.shape)}"
             )
 
     def _forward_train(self, x: Tensor) -> Tensor:
@@ -259,7 +256,7 @@ def batch_norm(x: Tensor, gamma, beta, mean, variance, epsilon: float) -> Tensor
     for name, t in (("gamma", gamma), ("beta", beta), ("mean", mean), ("variance", variance)):
         if tuple(t.shape) != (channels,):
             raise ShapeError(
-                f"invalid batch norm {name} shape: expected [{channels}], got {_fmt(t.shape)}"
+                f"invalid batch norm {name} shape: expected [{channels}], got {fmt(t.shape)}"
             )
     std = (variance.reshape(shape) + epsilon).sqrt()
     normalized = (x - mean.reshape(shape)) / std
@@ -311,7 +308,7 @@ class GroupNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim < 2 or x.shape[1] != self.num_channels:
-            given = x.shape[1] if x.ndim >= 2 else _fmt(x.shape)
+            given = x.shape[1] if x.ndim >= 2 else fmt(x.shape)
             raise ShapeError(
                 "The number of channels in the input tensor should be equal to the number of "
                 f"channels in the GroupNorm module. Expected {self.num_channels}, got {given}"
@@ -405,6 +402,6 @@ class RmsNorm(Module):
     def forward(self, x: Tensor) -> Tensor:
         d = self.gamma.val().shape[0]
         if x.shape[-1:] != (d,):
-            raise ShapeError(f"RmsNorm: expected an input of shape [..., {d}], got {_fmt(x.shape)}")
+            raise ShapeError(f"RmsNorm: expected an input of shape [..., {d}], got {fmt(x.shape)}")
         rms = (x.powi_scalar(2).mean_dim(x.ndim - 1) + self.epsilon).sqrt()
         return (x / rms) * self.gamma.val()

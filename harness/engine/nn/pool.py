@@ -23,7 +23,7 @@ from harness.engine import module_ops
 from harness.engine.module import Config, Module
 from harness.engine.tensor import Tensor
 
-from .conv import _check_input, _pair, in_module
+from .conv import _check_input, _padded_1d, _padded_2d, _pair, in_module
 from .padding import PaddingConfig1d, PaddingConfig2d
 
 __all__ = [
@@ -43,21 +43,6 @@ __all__ = [
 
 _LAYOUT_2D = "[batch_size, channels, height, width]"
 _LAYOUT_1D = "[batch_size, channels, length]"
-
-
-def _padded_2d(x: Tensor, padding, kernel, stride, fill: float):
-    """(input, symmetric padding): asymmetric pairs padded with `fill` first."""
-    (top, bottom), (left, right) = padding.pairs(x.shape[2], x.shape[3], kernel, stride)
-    if top != bottom or left != right:
-        return module_ops.pad(x, (left, right, top, bottom), fill), (0, 0)
-    return x, (top, left)
-
-
-def _padded_1d(x: Tensor, padding, kernel, stride, fill: float):
-    left, right = padding.pair(x.shape[2], kernel, stride)
-    if left != right:
-        return module_ops.pad(x, (left, right, 0, 0), fill), 0
-    return x, left
 
 
 @dataclasses.dataclass(frozen=True)

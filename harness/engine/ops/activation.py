@@ -26,6 +26,7 @@ not draw them (their steps are primitives it draws already).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -80,16 +81,23 @@ ERF = differentiable(
 )
 
 
-def gelu(x: Array, /) -> tuple[Array, SavedInput]:
+@dataclass(slots=True)
+class GeluSaved:
+    x: Array
+    one_plus: Array  # `1 + erf(x / sqrt(2))`, computed once (a Python call per element)
+
+
+def gelu(x: Array, /) -> tuple[Array, GeluSaved]:
     """Exact GELU, flex's fused `0.5 * x * (1 + erf(x / sqrt(2)))`."""
     t = x.dtype.type
-    return t(0.5) * x * (t(1.0) + erf_values(x / t(_SQRT_2))), SavedInput(x)
+    one_plus = t(1.0) + erf_values(x / t(_SQRT_2))
+    return t(0.5) * x * one_plus, GeluSaved(x, one_plus)
 
 
-def gelu_backward(s: SavedInput, g: Array, tracked: Tracked) -> tuple[Grad]:
+def gelu_backward(s: GeluSaved, g: Array, tracked: Tracked) -> tuple[Grad]:
     x = s.x
     t = x.dtype.type
-    cdf = t(0.5) * (t(1.0) + erf_values(x / t(_SQRT_2)))
+    cdf = t(0.5) * s.one_plus
     pdf = t(_INV_SQRT_2PI) * np.exp(t(-0.5) * x * x)
     return (g * (cdf + x * pdf),)
 

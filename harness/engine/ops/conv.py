@@ -162,12 +162,10 @@ CONV2D = differentiable(
 )
 
 
-def conv_transpose2d(
-    *inputs: Array, stride, padding, padding_out, dilation, groups, keep_columns=True
-):
+def conv_transpose2d(*inputs: Array, stride, padding, padding_out, dilation, groups):
     """burn's `conv_transpose2d(x, weight, bias, ConvTransposeOptions)`: x `[batch, in, h, w]`,
-    weight `[in, out / groups, kh, kw]` (`keep_columns` is accepted for a uniform call; the
-    backward recomputes what it needs)."""
+    weight `[in, out / groups, kh, kw]` (no kept columns: the backward recomputes what it
+    needs)."""
     x, w, b = _split("conv_transpose2d", inputs)
     opts = {
         "stride": stride,

@@ -115,9 +115,6 @@ def close(rtol: float) -> Condition:
     return Condition.whole(f"equal within rtol {rtol:g}", test)
 
 
-NO_ENGINE_GRADIENT = Condition.whole(
-    "the engine has no gradient", lambda t, e: t is not None and e is None
-)
 SAME_TOTAL = Condition.whole("same total, distributed differently", _same_total)
 ENGINE_NONFINITE = Condition.only_where(
     "the engine's value is NaN or infinite", lambda t, e: ~np.isfinite(e)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from . import facts
-from .arrays import INT64, fmt, norm_dim, scatter_added, unbroadcast, zero_where
+from .arrays import INT64, fmt, norm_dim
 from .base import Array, Grad, Tracked, differentiable
 from .facts import (
     ALONG_DIM1,
@@ -31,7 +31,13 @@ from .facts import (
     binary,
     menu,
 )
-from .indexing import check_indices
+from .indexing import (
+    Gathered,
+    MaskedPair,
+    check_indices,
+    gather_backward,
+    mask_where_backward,
+)
 from .shape import slice_index
 
 # ---- cumsum ---------------------------------------------------------------------------------
@@ -171,13 +177,7 @@ SLICE_ASSIGN = differentiable(
 # ---- gather_nd ------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class GatheredNd:
-    shape: tuple[int, ...]  # the input's shape
-    index: tuple[Array, ...]  # one int64 array per indexed leading dim
-
-
-def gather_nd(x: Array, /, indices: Array) -> tuple[Array, GatheredNd]:
+def gather_nd(x: Array, /, indices: Array) -> tuple[Array, Gathered]:
     """burn's `gather_nd`: the last axis of `indices` (size K) indexes the leading K dims; the
     result has shape `indices.shape[:-1] + self.shape[K:]`.
 
@@ -200,12 +200,13 @@ def gather_nd(x: Array, /, indices: Array) -> tuple[Array, GatheredNd]:
     index = tuple(indices[..., j] for j in range(k))
     for j, column in enumerate(index):
         check_indices("gather_nd", column, x.shape[j])
-    return x[index], GatheredNd(x.shape, index)
+    return x[index], Gathered(x.shape, index)
 
 
-def gather_nd_backward(s: GatheredNd, g: Array, tracked: Tracked) -> tuple[Grad]:
-    # burn-autodiff's `GatherNd`: scatter_nd with `Add` into zeros (repeated indices add up).
-    return (scatter_added(s.shape, s.index, g),)
+def gather_nd_backward(s: Gathered, g: Array, tracked: Tracked) -> tuple[Grad]:
+    # burn-autodiff's `GatherNd`: scatter_nd with `Add` into zeros (repeated indices add up),
+    # which is gather's rule on the saved fancy index.
+    return gather_backward(s, g, tracked)
 
 
 GATHER_ND = differentiable(
@@ -233,14 +234,7 @@ GATHER_ND = differentiable(
 # ---- max_pair -------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Paired:
-    mask: Array  # bool: where `other` was taken (self < other)
-    a: tuple[int, ...]  # the inputs' shapes
-    b: tuple[int, ...]
-
-
-def max_pair(a: Array, b: Array, /) -> tuple[Array, Paired]:
+def max_pair(a: Array, b: Array, /) -> tuple[Array, MaskedPair]:
     """The elementwise maximum, as burn composes it: `self.mask_where(self.lower(other),
     other)` (broadcasting).
 
@@ -250,17 +244,12 @@ def max_pair(a: Array, b: Array, /) -> tuple[Array, Paired]:
     no gradient, where PyTorch gives both the whole gradient.
     """
     mask = a < b
-    return np.where(mask, b, a), Paired(mask, a.shape, b.shape)
+    return np.where(mask, b, a), MaskedPair(mask, a.shape, b.shape)
 
 
-def max_pair_backward(s: Paired, g: Array, tracked: Tracked) -> tuple[Grad, Grad]:
+def max_pair_backward(s: MaskedPair, g: Array, tracked: Tracked) -> tuple[Grad, Grad]:
     # burn-autodiff's `MaskWhere` with the `lower` mask: g to self where not masked, else other.
-    pa, pb = tracked
-    mask = s.mask
-    return (
-        unbroadcast(zero_where(mask, g), s.a) if pa is not None else None,
-        unbroadcast(zero_where(~mask, g), s.b) if pb is not None else None,
-    )
+    return mask_where_backward(s, g, tracked)
 
 
 _TIE = Condition.only_where(

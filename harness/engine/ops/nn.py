@@ -97,10 +97,19 @@ TANH = differentiable(
 )
 
 
+def _flex_sigmoid(x: Array) -> Array:
+    """flex's `sigmoid_f32` / `sigmoid_f64`: `1 / (1 + exp(-x))` for x >= 0, else
+    `exp(x) / (1 + exp(x))`, so no overflow for large |x| (`sigmoid`'s forward and
+    `log_sigmoid`'s gradient)."""
+    one = x.dtype.type(1)
+    with np.errstate(over="ignore"):
+        e = np.exp(-np.abs(x))
+    return np.where(x >= 0, one / (one + e), e / (one + e))
+
+
 def sigmoid(x: Array, /) -> tuple[Array, SavedOutput]:
     """Elementwise logistic function, computed without overflow for large |x|."""
-    e = np.exp(-np.abs(x))
-    out = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    out = _flex_sigmoid(x)
     return out, SavedOutput(out)
 
 
@@ -123,15 +132,6 @@ SIGMOID = differentiable(
         ),
     ),
 )
-
-
-def _flex_sigmoid(x: Array) -> Array:
-    """flex's `sigmoid_f32` / `sigmoid_f64`: `1 / (1 + exp(-x))` for x >= 0, else
-    `exp(x) / (1 + exp(x))` (the forward of `sigmoid` above, without its saved record)."""
-    one = x.dtype.type(1)
-    with np.errstate(over="ignore"):
-        e = np.exp(-np.abs(x))
-    return np.where(x >= 0, one / (one + e), e / (one + e))
 
 
 def log_sigmoid(x: Array, /) -> tuple[Array, SavedInput]:

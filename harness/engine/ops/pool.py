@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
-from .base import Array, Grad, Tracked, differentiable
+from .base import Array, Grad, SavedShape, Tracked, differentiable
 from .facts import INDEX, TIE_KINKS, Check, Condition, Diverges, Input, menu
 
 _X2D = menu(("b2-c3-5x5", [(2, 3, 5, 5)]), ("empty", [(0, 3, 5, 5)]))
@@ -248,18 +248,13 @@ AVG_POOL1D = differentiable(
 # ---- adaptive average pools -----------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class SavedShape:
-    x_shape: tuple[int, ...]
-
-
 def adaptive_avg_pool2d(x: Array, /, output_size):
     """burn's `adaptive_avg_pool2d` (PyTorch's bins: floor(i*n/out) .. ceil((i+1)*n/out))."""
     return kernels.adaptive_avg_pool2d(x, output_size), SavedShape(x.shape)
 
 
 def adaptive_avg_pool2d_backward(s: SavedShape, g: Array, tracked: Tracked) -> tuple[Grad]:
-    return (kernels.adaptive_avg_pool2d_backward(g, s.x_shape).x,)
+    return (kernels.adaptive_avg_pool2d_backward(g, s.shape).x,)
 
 
 ADAPTIVE_AVG_POOL2D = differentiable(
@@ -283,7 +278,7 @@ def adaptive_avg_pool1d(x: Array, /, output_size):
 
 
 def adaptive_avg_pool1d_backward(s: SavedShape, g: Array, tracked: Tracked) -> tuple[Grad]:
-    return (kernels.adaptive_avg_pool1d_backward(g, s.x_shape).x,)
+    return (kernels.adaptive_avg_pool1d_backward(g, s.shape).x,)
 
 
 ADAPTIVE_AVG_POOL1D = differentiable(

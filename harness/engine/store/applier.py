@@ -32,7 +32,7 @@ given is left untouched, a new one is returned, and paths are burn's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
@@ -52,6 +52,7 @@ from .apply_result import (
 from .errors import StoreError
 from .filter import PathFilter
 from .snapshot import TensorSnapshot
+from .snapshot import module_type as snapshot_module_type
 
 __all__ = ["Applier", "apply"]
 
@@ -160,7 +161,7 @@ class Applier:
 
     def _find(self, path_stack, container_stack) -> TensorSnapshot | None:
         snapshot = self.snapshots.get(".".join(path_stack))
-        module_type = _module_type(container_stack)
+        module_type = snapshot_module_type(container_stack)
         if snapshot is None and self.adapter is not None and module_type is not None:
             alternative = self.adapter.get_alternative_param_name(path_stack[-1], module_type)
             if alternative is not None:
@@ -193,13 +194,6 @@ def _kind(dtype: str) -> str:
     if dtype == "bool":
         return "bool"
     return "float" if dtype.startswith(("float", "bfloat")) else "int"
-
-
-def _module_type(container_stack: Sequence[str]) -> str | None:
-    for container in reversed(container_stack):
-        if container.startswith(("Struct:", "Enum:")):
-            return container
-    return None
 
 
 def _targets(module: Module) -> list[_Target]:

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..kernels._common import fmt
+
 __all__ = ["ApplyError", "ApplyResult"]
-
-
-def _shape(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(n) for n in shape) + "]"
 
 
 class ApplyError:
@@ -34,8 +32,8 @@ class ShapeMismatch(ApplyError):
 
     def __str__(self) -> str:
         return (
-            f"Shape mismatch for '{self.path}': expected {_shape(self.expected)}, "
-            f"found {_shape(self.found)}"
+            f"Shape mismatch for '{self.path}': expected {fmt(self.expected)}, "
+            f"found {fmt(self.found)}"
         )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["PathFilter"]
 
@@ -41,12 +41,7 @@ class PathFilter:
             compiled = re.compile(pattern)
         except re.error as exc:
             raise ValueError(f"invalid filter regex {pattern!r}: {exc}") from None
-        return PathFilter(
-            (*self.regex_patterns, compiled),
-            self.exact_paths,
-            self.predicates,
-            self.match_all_paths,
-        )
+        return replace(self, regex_patterns=(*self.regex_patterns, compiled))
 
     def with_regexes(self, patterns: Iterable[str]) -> PathFilter:
         """`with_regex` for each pattern."""
@@ -57,27 +52,15 @@ class PathFilter:
 
     def with_full_path(self, path: str) -> PathFilter:
         """Also match this exact path."""
-        return PathFilter(
-            self.regex_patterns, (*self.exact_paths, path), self.predicates, self.match_all_paths
-        )
+        return replace(self, exact_paths=(*self.exact_paths, path))
 
     def with_full_paths(self, paths: Iterable[str]) -> PathFilter:
         """`with_full_path` for each path."""
-        return PathFilter(
-            self.regex_patterns,
-            (*self.exact_paths, *paths),
-            self.predicates,
-            self.match_all_paths,
-        )
+        return replace(self, exact_paths=(*self.exact_paths, *paths))
 
     def with_predicate(self, predicate: Predicate) -> PathFilter:
         """Also match when `predicate(path, container_path)` is true."""
-        return PathFilter(
-            self.regex_patterns,
-            self.exact_paths,
-            (*self.predicates, predicate),
-            self.match_all_paths,
-        )
+        return replace(self, predicates=(*self.predicates, predicate))
 
     def with_predicates(self, predicates: Iterable[Predicate]) -> PathFilter:
         """`with_predicate` for each predicate."""

@@ -46,6 +46,15 @@ def numpy_dtype(name: str) -> np.dtype:
     return np.dtype(_NUMPY[name])
 
 
+def module_type(container_stack: Sequence[str] | None) -> str | None:
+    """The innermost `Struct:` / `Enum:` container of `container_stack`, skipping `Vec` /
+    `Tuple` wrappers; None when there is none (or no stack)."""
+    for container in reversed(container_stack or ()):
+        if container.startswith(("Struct:", "Enum:")):
+            return container
+    return None
+
+
 @dataclass(frozen=True)
 class TensorSnapshot:
     """A tensor whose values are read only when `to_data()` is called.
@@ -96,10 +105,7 @@ class TensorSnapshot:
         """The innermost user-defined module around the tensor (`Struct:Linear`), skipping
         `Vec` / `Tuple` wrappers; None without container information (burn's
         `TensorSnapshot::module_type`)."""
-        for container in reversed(self.container_stack or ()):
-            if container.startswith(("Struct:", "Enum:")):
-                return container
-        return None
+        return module_type(self.container_stack)
 
     def with_path(self, path: str | Sequence[str]) -> TensorSnapshot:
         """The same tensor under another path (a dotted string or its segments)."""
