@@ -30,6 +30,7 @@ import numpy as np
 
 from harness.diff import TensorDiff, ulp_distance
 from harness.tolerances import Tolerance
+from harness.ulp import FLOAT_LAYOUT, wide_distance
 
 CHUNK = 1 << 16
 LIMIT = 5  # mismatched elements shown per failing row unless all are asked for
@@ -253,18 +254,8 @@ def _ratio(absdiff: np.ndarray, absb: np.ndarray, tol: Tolerance, dist: np.ndarr
 
 def _ulp(ca: np.ndarray, cb: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """ULP distances as uint64 (exact; garbage where a value is not finite, masked later)."""
-    itype = {2: np.int16, 4: np.int32, 8: np.int64}[dtype.itemsize]
-    width = 8 * dtype.itemsize
-    mask = (1 << (width - 1)) - 1
-
-    def ordered(x: np.ndarray) -> np.ndarray:
-        bits = x.view(itype).astype(np.int64)
-        magnitude = bits & mask
-        return np.where(bits < 0, -magnitude, magnitude)
-
-    oa, ob = ordered(ca), ordered(cb)
-    ua, ub = oa.view(np.uint64), ob.view(np.uint64)
-    return np.where(oa >= ob, ua - ub, ub - ua)
+    itype, mask, _ = FLOAT_LAYOUT[dtype.name]
+    return wide_distance(ca.view(itype), cb.view(itype), mask)
 
 
 def _flat(x: np.ndarray, start: int, stop: int) -> np.ndarray:
