@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.diff import TensorDiff, ulp_distance
+from harness.diff import TensorDiff, round_down, ulp_distance
 from harness.tolerances import Tolerance
 from harness.ulp import FLOAT_LAYOUT, wide_distance
 
@@ -113,7 +113,7 @@ class _Scan:
         self.tol: Tolerance = row.tol
         self.dtype = a.dtype.newbyteorder("=")
         if floats:
-            self.atol = _round_down(self.tol.atol, self.dtype)
+            self.atol = round_down(self.tol.atol, self.dtype)
             self.tiny = float(np.finfo(self.dtype).tiny)
         else:
             self.atol, self.tiny = self.tol.atol, 0.0
@@ -262,12 +262,3 @@ def _flat(x: np.ndarray, start: int, stop: int) -> np.ndarray:
     if x.flags.c_contiguous:
         return x.reshape(-1)[start:stop]
     return np.asarray(x.flat[start:stop])
-
-
-def _round_down(value: float, dtype: np.dtype) -> Any:
-    """The largest value of ``dtype`` not above ``value`` (the rule of ``harness.diff``)."""
-    with np.errstate(over="ignore"):
-        rounded = dtype.type(value)
-    if float(rounded) > value:
-        rounded = np.nextafter(rounded, dtype.type(-np.inf))
-    return rounded
