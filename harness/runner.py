@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from harness import environment, golden, record, sidecar
+from harness import environment, golden, record
 from harness.case import GOLDEN_DIR, OUT_DIR, SIDES, Case
 from harness.checks import evaluate
 from harness.diff import Diff, diff_values
@@ -114,28 +114,6 @@ def side_error(case: Case, side: str, exc: BaseException, *, rerun: bool = False
         kept = kept[:2] + kept[len(kept) - (MAX_FRAMES - 2) :]
     message = str(exc)
     return SideError(side, type(exc).__name__, message, tuple(kept), omitted, rerun)
-
-
-def side_text(
-    case_name: str,
-    side: str,
-    values: Mapping[str, Any],
-    env: Mapping[str, Any],
-    sidecar_threshold: int = record.SIDECAR_THRESHOLD,
-    stem: str | None = None,
-) -> str:
-    """The JSON text ``record.write_side`` writes to ``<stem or side>.json`` for normalized values.
-
-    Sidecar references (sha256, summary, content-addressed name) are computed in memory, so
-    two runs can be compared by text without writing the second one: equal texts mean equal
-    data, because the sha256 of every sidecar is part of the text.
-    """
-    refs = {
-        key: sidecar.sidecar_reference(stem or side, key, value)
-        for key, value in values.items()
-        if isinstance(value, np.ndarray) and value.size > sidecar_threshold
-    }
-    return record.dumps_side(case_name, side, values, env, sidecars=refs)
 
 
 @dataclass
@@ -264,7 +242,7 @@ def add_float64(run: CaseRun, found: Float64Runs, folder: Path, threshold: int) 
         run.values64[side] = record.read_side(path, data=text.encode("ascii")).values
         if (
             again is not None
-            and side_text(run.case.name, side, again, run.env, threshold, stem) != text
+            and record.side_text(run.case.name, side, again, run.env, threshold, stem) != text
         ):
             run.nondeterministic[stem] = diff_values(
                 run.values64[side],
@@ -295,7 +273,9 @@ def _compare_runs(
 ) -> None:
     """Record a self-disagreement, keeping the second run as ``<side>.rerun.json`` for review."""
     rerun = folder / f"{side}.rerun.json"
-    text = None if again is None else side_text(run.case.name, side, again, run.env, threshold)
+    text = (
+        None if again is None else record.side_text(run.case.name, side, again, run.env, threshold)
+    )
     if text is None or text == run.texts[side]:
         golden.remove_side_file(rerun)  # left by an earlier non-deterministic run
         return

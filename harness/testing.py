@@ -139,24 +139,10 @@ def check_values(
     """
     fresh = _normalized(values, "values")
     env = environment.probe()
-    refs = _sidecar_refs(side, fresh)
-    text = record.dumps_side(target.name, side, fresh, env, sidecars=refs)
+    text = record.side_text(target.name, side, fresh, env)
     if update:
         return golden.update_golden(target, side, text, fresh, folder)
     return golden.check_golden(target, side, text, fresh, folder, limit=limit)
-
-
-def _sidecar_refs(side: str, values: Mapping[str, Any]) -> dict:
-    """Sidecar references of the large tensors, computed without writing (as the runner)."""
-    import numpy as np
-
-    from harness import sidecar
-
-    return {
-        key: sidecar.sidecar_reference(side, key, value)
-        for key, value in values.items()
-        if isinstance(value, np.ndarray) and value.size > record.SIDECAR_THRESHOLD
-    }
 
 
 def golden_message(report: GoldenReport, update: str, *, verbose: bool = False) -> str:
