@@ -11,7 +11,7 @@ from typing import Any, NamedTuple, Protocol
 from harness import trajectory as traj
 from harness.case import Agree, Case, CaseDefinitionError, Check, Differ, Expect, Trajectory
 from harness.diff import Diff, diff_values
-from harness.mismatches import LIMIT, RowDetail, inspect_row
+from harness.mismatches import LIMIT, RowDetail, inspect_rows
 from harness.report.cells import value_summary
 from harness.results import CheckReport
 from harness.tolerances import Tolerance
@@ -79,8 +79,7 @@ def _details(
         return ()
     left, right = compared
     rows = diff.rows if isinstance(check, Agree) else diff.failures
-    found = (inspect_row(left.get(r.key), right.get(r.key), r, limit) for r in rows)
-    return tuple(d for d in found if d is not None)
+    return inspect_rows(left, right, rows, limit)
 
 
 def _verdict(run: RecordedRun, check: Check) -> _Verdict:

@@ -214,7 +214,7 @@ def emit(text: str) -> None:
 def compare_files(args: argparse.Namespace) -> int:
     """Diff two side files, print the table, write the requested reports; 0 or 1."""
     from harness.diff import diff_values
-    from harness.mismatches import inspect_row
+    from harness.mismatches import inspect_rows
     from harness.report import files, html, json_doc, markdown, text
 
     if "" in args.files:  # Path("") would be ".", reported as a directory
@@ -239,11 +239,8 @@ def compare_files(args: argparse.Namespace) -> int:
     _warn_read(args.prog, (path_a, side_a), (path_b, side_b))
     _warn_env(args.prog, side_a, side_b)
     limit = mismatch_limit(args)
-    found = (
-        inspect_row(side_a.values.get(r.key), side_b.values.get(r.key), r, limit)
-        for r in diff.failures  # the failure path only: a passing compare reads its data once
-    )
-    details = tuple(d for d in found if d is not None)
+    # The failure path only: a passing compare reads its data once.
+    details = inspect_rows(side_a.values, side_b.values, diff.failures, limit)
     emit(text.render_text(diff, details=details, only_failing=args.quiet))
     meta = {"files": [str(path_a), str(path_b)], "keys": args.keys}
     try:

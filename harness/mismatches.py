@@ -23,6 +23,7 @@ Work is chunked (``CHUNK`` elements), so memory stays bounded on memory-mapped i
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,14 @@ def inspect_row(a: Any, b: Any, row: TensorDiff, limit: int | None = LIMIT) -> R
     if a.dtype.kind in "iub":
         return _Scan(a, b, row, limit, floats=False).detail()
     return None
+
+
+def inspect_rows(
+    left: Mapping[str, Any], right: Mapping[str, Any], rows: Iterable[TensorDiff], limit: int | None
+) -> tuple[RowDetail, ...]:
+    """:func:`inspect_row` of each row from the values under its key; rows without one dropped."""
+    found = (inspect_row(left.get(r.key), right.get(r.key), r, limit) for r in rows)
+    return tuple(d for d in found if d is not None)
 
 
 def _as_array(value: Any) -> np.ndarray | None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness import environment, golden, record
 from harness.diff import Diff, diff_values
-from harness.mismatches import LIMIT, RowDetail, inspect_row
+from harness.mismatches import LIMIT, inspect_rows
 from harness.report.elements import failure_headline
 from harness.report.text import render_golden, render_text
 from harness.results import GoldenReport, GoldenStatus
@@ -70,7 +70,7 @@ def assert_conforms(
         raise ValueError(f"keys {keys!r} match no key of {labels[0]} or {labels[1]}")
     if diff.ok:
         return diff
-    details = details_of(diff, left, right, limit)
+    details = inspect_rows(left, right, diff.failures, limit)
     first = failure_headline(diff, details)
     message = f"{msg}: {first}" if msg else first
     raise AssertionError(f"{message}\n{render_text(diff, details=details)}")
@@ -83,14 +83,6 @@ def explicit_tolerance(
     if atol is None and rtol is None and ulps is None:
         return None
     return Tolerance(atol or 0.0, rtol or 0.0, ulps, reason=reason)
-
-
-def details_of(diff: Diff, left: Mapping, right: Mapping, limit: int | None) -> tuple:
-    """The elements behind the failing rows of ``diff`` (``harness.mismatches``)."""
-    found: list[RowDetail | None] = [
-        inspect_row(left.get(r.key), right.get(r.key), r, limit) for r in diff.failures
-    ]
-    return tuple(d for d in found if d is not None)
 
 
 def _normalized(values: Any, which: str) -> dict[str, Any]:
