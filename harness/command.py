@@ -216,17 +216,18 @@ def compare_files(args: argparse.Namespace) -> int:
     from harness.diff import diff_values
     from harness.mismatches import inspect_rows
     from harness.report import files, html, json_doc, markdown, text
+    from harness.tolerances import explicit_tolerance, tol_for_every_key
 
     if "" in args.files:  # Path("") would be ".", reported as a directory
         raise UsageError("'': empty file name, expected a JSON file")
     path_a, path_b = (Path(p) for p in args.files)
     dtype = args.dtype or "float32"
     side_a, side_b = _read(path_a, dtype), _read(path_b, dtype)
-    cli_tol = _cli_tolerance(args)
+    cli_tol = explicit_tolerance(args.atol, args.rtol, args.ulps, "command line")
     diff = diff_values(
         side_a.values,
         side_b.values,
-        tol_for=_tol_for(cli_tol),
+        tol_for=tol_for_every_key(cli_tol),
         keys=args.keys,
         title=_title(side_a, side_b),
         labels=_labels(side_a, side_b, args.files),
@@ -273,22 +274,6 @@ def _warn_read(prog: str, *sides: tuple[Path, Any]) -> None:
     for path, side in sides:
         for warning in getattr(side, "warnings", ()):
             warn(prog, f"{path}: {warning}")
-
-
-def _cli_tolerance(args: argparse.Namespace) -> Any:
-    from harness.tolerances import Tolerance
-
-    if args.atol is None and args.rtol is None and args.ulps is None:
-        return None
-    return Tolerance(args.atol or 0.0, args.rtol or 0.0, args.ulps, reason="command line")
-
-
-def _tol_for(cli_tol: Any) -> Any:
-    from harness.tolerances import default_tolerance
-
-    if cli_tol is not None:
-        return lambda key, dtype: cli_tol
-    return lambda key, dtype: default_tolerance(dtype)
 
 
 def _title(side_a: Any, side_b: Any) -> str:

@@ -263,7 +263,8 @@ class Conformance:
         twice in one test); ``atol`` / ``rtol`` / ``ulps`` replace the tolerance of every key.
         """
         __tracebackhide__ = True
-        from harness.testing import GoldenTarget, check_values, explicit_tolerance, file_stem
+        from harness.testing import GoldenTarget, check_values, file_stem
+        from harness.tolerances import explicit_tolerance
 
         config, node = self.request.config, self.request.node
         side = file_stem(basename or node.name)

@@ -28,7 +28,7 @@ from harness.mismatches import LIMIT, inspect_rows
 from harness.report.elements import failure_headline
 from harness.report.text import render_golden, render_text
 from harness.results import GoldenReport, GoldenStatus
-from harness.tolerances import Tolerance, default_tolerance, resolve
+from harness.tolerances import Tolerance, explicit_tolerance, resolve, tol_for_every_key
 
 SINGLE_KEY = "value"  # the key of a single value (not a mapping) in reports
 
@@ -61,7 +61,7 @@ def assert_conforms(
     diff = diff_values(
         left,
         right,
-        tol_for=(lambda key, dtype: tol) if tol else (lambda key, dtype: default_tolerance(dtype)),
+        tol_for=tol_for_every_key(tol),
         keys=keys,
         labels=labels,
         tol=tol,
@@ -74,15 +74,6 @@ def assert_conforms(
     first = failure_headline(diff, details)
     message = f"{msg}: {first}" if msg else first
     raise AssertionError(f"{message}\n{render_text(diff, details=details)}")
-
-
-def explicit_tolerance(
-    atol: float | None, rtol: float | None, ulps: int | None, reason: str
-) -> Tolerance | None:
-    """The tolerance the arguments give (unset parts 0 / None), or None when none is given."""
-    if atol is None and rtol is None and ulps is None:
-        return None
-    return Tolerance(atol or 0.0, rtol or 0.0, ulps, reason=reason)
 
 
 def _normalized(values: Any, which: str) -> dict[str, Any]:
