@@ -225,31 +225,20 @@ def add_float64(run: CaseRun, found: Float64Runs, folder: Path, threshold: int) 
         stem = f"{side}.{FLOAT64}"
         path = folder / f"{stem}.json"
         try:  # a value that cannot be written is the side's error, as in the float32 runs
-            text = record.write_side(
-                path,
-                run.case.name,
-                side,
-                pickle.loads(pickled),
-                run.env,
-                sidecar_threshold=threshold,
-            )
+            text = _write(run, path, side, pickle.loads(pickled), threshold)
         except Exception as exc:
             run.error = f"{side}_side(dtype={FLOAT64}) raised {exc!r}"
             run.raised = side_error(run.case, side, exc)
             return
         if found.rerun_raised and i == len(found.runs) - 1:
             break  # this side's rerun raised: its first run is written, nothing more
-        run.values64[side] = record.read_side(path, data=text.encode("ascii")).values
+        run.values64[side] = _decoded(path, text)
         if (
             again is not None
             and record.side_text(run.case.name, side, again, run.env, threshold, stem) != text
         ):
-            run.nondeterministic[stem] = diff_values(
-                run.values64[side],
-                again,
-                tol_for=lambda key, dtype: Tolerance.exact(),
-                title=f"{run.case.name}: {side} float64 run 1 vs run 2",
-                labels=("run1", "run2"),
+            run.nondeterministic[stem] = _run1_vs_run2(
+                run, f"{side} {FLOAT64}", run.values64[side], again
             )
     if found.error:
         run.error, run.raised = found.error, found.raised
@@ -258,14 +247,8 @@ def add_float64(run: CaseRun, found: Float64Runs, folder: Path, threshold: int) 
 def _write_out(run: CaseRun, side: str, values: Mapping, folder: Path, threshold: int) -> None:
     """Write ``<side>.json`` (and sidecars); keep its text and the values decoded from it."""
     path = folder / f"{side}.json"
-    text = record.write_side(
-        path, run.case.name, side, values, run.env, sidecar_threshold=threshold
-    )
-    run.texts[side] = text
-    # Decoded from the text just written, so checks see what a golden stores. Sidecars are
-    # loaded (and so re-hashed: read_side only skips the hash by not loading them at all);
-    # that costs only for tensors above the sidecar threshold.
-    run.values[side] = record.read_side(path, data=text.encode("ascii")).values
+    run.texts[side] = _write(run, path, side, values, threshold)
+    run.values[side] = _decoded(path, run.texts[side])
 
 
 def _compare_runs(
@@ -273,18 +256,40 @@ def _compare_runs(
 ) -> None:
     """Record a self-disagreement, keeping the second run as ``<side>.rerun.json`` for review."""
     rerun = folder / f"{side}.rerun.json"
-    text = (
-        None if again is None else record.side_text(run.case.name, side, again, run.env, threshold)
-    )
-    if text is None or text == run.texts[side]:
+    if (
+        again is None
+        or record.side_text(run.case.name, side, again, run.env, threshold) == run.texts[side]
+    ):
         golden.remove_side_file(rerun)  # left by an earlier non-deterministic run
         return
-    record.write_side(rerun, run.case.name, side, again, run.env, sidecar_threshold=threshold)
-    run.nondeterministic[side] = diff_values(
-        run.values[side],
-        record.read_side(rerun).values,
+    _write(run, rerun, side, again, threshold)
+    run.nondeterministic[side] = _run1_vs_run2(
+        run, side, run.values[side], record.read_side(rerun).values
+    )
+
+
+def _write(run: CaseRun, path: Path, side: str, values: Mapping, threshold: int) -> str:
+    """``record.write_side`` of one side of the run's case; the JSON text written."""
+    return record.write_side(
+        path, run.case.name, side, values, run.env, sidecar_threshold=threshold
+    )
+
+
+def _decoded(path: Path, text: str) -> dict[str, Any]:
+    """The values of the side file just written at ``path`` as ``text``, decoded from that
+    text, so checks see what a golden stores. Its sidecars are memory-mapped, not hashed again:
+    ``harness.sidecar`` remembers the hash it computed while writing them (``_OWN_FILES``;
+    hashed again only if a file changed since or its file system's timestamps are coarse)."""
+    return record.read_side(path, data=text.encode("ascii")).values
+
+
+def _run1_vs_run2(run: CaseRun, name: str, first: Mapping, second: Mapping) -> Diff:
+    """The exact comparison of two runs of one side in one process (a self-disagreement)."""
+    return diff_values(
+        first,
+        second,
         tol_for=lambda key, dtype: Tolerance.exact(),
-        title=f"{run.case.name}: {side} run 1 vs run 2",
+        title=f"{run.case.name}: {name} run 1 vs run 2",
         labels=("run1", "run2"),
     )
 
