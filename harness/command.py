@@ -420,11 +420,8 @@ def _import_failure(exc: Exception, cases_dir: Path) -> str:
 def update_command(args: argparse.Namespace, report: Any) -> str:
     """The command that rewrites this case's goldens from a run like this one (with
     ``--force`` when its agree checks fail: without it the rewrite is refused)."""
-    from harness.results import CheckKind
-
     program = ["python", args.prog] if args.prog.endswith(".py") else [args.prog]
-    agrees = all(c.ok for c in report.checks if c.kind == CheckKind.AGREE)
-    folders = [] if agrees else ["--force"]
+    folders = [] if report.agrees_hold else ["--force"]
     for option in ("cases_dir", "golden_dir", "out"):
         value = getattr(args, option, None)
         if value:

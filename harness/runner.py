@@ -27,12 +27,12 @@ from harness.diff import Diff, diff_values
 from harness.mismatches import LIMIT
 from harness.results import (
     CaseReport,
-    CheckKind,
     CheckReport,
     Frame,
     GoldenReport,
     GoldenStatus,
     SideError,
+    agree_checks_hold,
 )
 from harness.tolerances import Tolerance
 
@@ -332,8 +332,7 @@ def judge_case(
     """The second half of ``check_case``: evaluate the checks of a finished run, compare (or
     rewrite) its goldens; the report's seconds run from ``started`` (``time.perf_counter``)."""
     checks = evaluate(run, limit=limit)
-    agrees_hold = all(c.ok for c in checks if c.kind == CheckKind.AGREE)
-    judge = _Judge(update, force, agrees_hold, golden_dir, limit)
+    judge = _Judge(update, force, agree_checks_hold(checks), golden_dir, limit)
     goldens = {side: judge.golden(run, side) for side in SIDES}
     return _case_report(run, checks, goldens, time.perf_counter() - started)
 
