@@ -285,7 +285,6 @@ def _float_value(a: float, b: float, tol: Tolerance, base: TensorDiff) -> Tensor
         worst_index=None,
         a_worst=a,
         b_worst=b,
-        worst_ulp=ulp_distance(a, b),
     )
 
 
