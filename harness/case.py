@@ -90,8 +90,16 @@ class Relation:
     holds: Callable[[Any, Any], bool]
 
 
+class _TwoSided:
+    """The label of a check between two sides: ``<kind>:<pattern>:<left>~<right>``."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{self.pattern}:{self.left.label}~{self.right.label}"
+
+
 @dataclass(frozen=True)
-class Agree:
+class Agree(_TwoSided):
     pattern: str
     left: SideRef
     right: SideRef
@@ -99,13 +107,9 @@ class Agree:
     note: str = ""
     kind: CheckKind = field(default=CheckKind.AGREE, init=False)
 
-    @property
-    def label(self) -> str:
-        return f"agree:{self.pattern}:{self.left.label}~{self.right.label}"
-
 
 @dataclass(frozen=True)
-class Differ:
+class Differ(_TwoSided):
     pattern: str
     left: SideRef
     right: SideRef
@@ -114,10 +118,6 @@ class Differ:
     tol: Tolerance | None = None
     systematic: bool | Growth = False  # a trajectory whose float64 runs part (see differ())
     kind: CheckKind = field(default=CheckKind.DIFFER, init=False)
-
-    @property
-    def label(self) -> str:
-        return f"differ:{self.pattern}:{self.left.label}~{self.right.label}"
 
 
 @dataclass(frozen=True)
@@ -133,17 +133,13 @@ class Expect:
 
 
 @dataclass(frozen=True)
-class Trajectory:
+class Trajectory(_TwoSided):
     pattern: str
     left: SideRef
     right: SideRef
     tol: Tolerance | None = None
     note: str = ""
     kind: CheckKind = field(default=CheckKind.TRAJECTORY, init=False)
-
-    @property
-    def label(self) -> str:
-        return f"trajectory:{self.pattern}:{self.left.label}~{self.right.label}"
 
 
 Check = Agree | Differ | Expect | Trajectory

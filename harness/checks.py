@@ -11,7 +11,7 @@ from typing import Any, NamedTuple, Protocol
 from harness import trajectory as traj
 from harness.case import Agree, Case, CaseDefinitionError, Check, Differ, Expect, Trajectory
 from harness.diff import Diff, diff_values
-from harness.mismatches import LIMIT, RowDetail, inspect_row
+from harness.mismatches import LIMIT, RowDetail, inspect_rows
 from harness.report.cells import value_summary
 from harness.results import CheckReport
 from harness.tolerances import Tolerance
@@ -32,7 +32,7 @@ class _Verdict(NamedTuple):
     diff: Diff | None
     message: str
     documented_by: str = ""
-    compared: tuple[Mapping, Mapping] = ({}, {})  # the values the diff compared, by side
+    compared: tuple[Mapping, Mapping] = ({}, {})  # the values the check selected, by side
     trajectory: traj.TrajectoryReport | None = None
 
 
@@ -63,7 +63,7 @@ def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT)
         pattern=check.pattern,
         because=check.because if differ else None,
         relation=relation_text,
-        samples=_samples(run, check) if differ else None,
+        samples=_samples(compared) if differ else None,
         details=_details(check, ok, diff, compared, limit),
         trajectory=trajectory,
     )
@@ -79,26 +79,25 @@ def _details(
         return ()
     left, right = compared
     rows = diff.rows if isinstance(check, Agree) else diff.failures
-    found = (inspect_row(left.get(r.key), right.get(r.key), r, limit) for r in rows)
-    return tuple(d for d in found if d is not None)
+    return inspect_rows(left, right, rows, limit)
 
 
 def _verdict(run: RecordedRun, check: Check) -> _Verdict:
+    sides = ({}, {}) if isinstance(check, Expect) else _selected(run.values, check)
     if run.error:
-        return _Verdict(False, None, run.error)
+        return _Verdict(False, None, run.error, compared=sides)
     if isinstance(check, Expect):
         return _evaluate_expect(run, check)
     if isinstance(check, Trajectory):
-        report = _trajectory(run, check)
+        report = _trajectory(run, check, sides)
         if isinstance(report, str):
             return _Verdict(False, None, report)
         ok, message = traj.same_formula(report)
         message = f"{message} ({check.note})" if check.note else message
         return _Verdict(ok, None, message, trajectory=report)
-    left = check.left.select(run.values[check.left.side], check.pattern)
-    right = check.right.select(run.values[check.right.side], check.pattern)
+    left, right = sides
     if not left and not right:
-        return _Verdict(False, None, f"pattern {check.pattern!r} matched no value")
+        return _Verdict(False, None, f"pattern {check.pattern!r} matched no value", compared=sides)
     diff = diff_values(
         left,
         right,
@@ -109,8 +108,19 @@ def _verdict(run: RecordedRun, check: Check) -> _Verdict:
     if isinstance(check, Agree):
         message = "agree" if diff.ok else "values disagree"
         message = f"{message} ({check.note})" if check.note else message
-        return _Verdict(diff.ok, diff, message, compared=(left, right))
-    return _evaluate_differ(check, diff, left, right, run)._replace(compared=(left, right))
+        return _Verdict(diff.ok, diff, message, compared=sides)
+    return _evaluate_differ(check, diff, left, right, run)._replace(compared=sides)
+
+
+def _selected(
+    values: Mapping[str, Mapping[str, Any]], check: Agree | Differ | Trajectory
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The values of each side that a two-sided check matches, read with ``.get``: a side that
+    raised recorded no values, and a differ's report still shows what the other side gave."""
+    return (
+        check.left.select(values.get(check.left.side, {}), check.pattern),
+        check.right.select(values.get(check.right.side, {}), check.pattern),
+    )
 
 
 def _tol_for(case: Case, tol: Tolerance | None) -> Callable[[str, str], Tolerance]:
@@ -144,7 +154,7 @@ def _evaluate_systematic(
     run: RecordedRun, check: Differ, diff: Diff, sides: tuple[dict, dict], documented_by: str
 ) -> _Verdict:
     """A systematic differ: the trajectory's float64 verdict and growth, then the relation."""
-    report = _trajectory(run, check)
+    report = _trajectory(run, check, sides)
     if isinstance(report, str):
         return _Verdict(False, diff, report, documented_by)
     ok, message = traj.systematic_holds(report, check.systematic)
@@ -155,13 +165,13 @@ def _evaluate_systematic(
     return _Verdict(ok, diff, message, documented_by, trajectory=report)
 
 
-def _trajectory(run: RecordedRun, check: Trajectory | Differ) -> traj.TrajectoryReport | str:
-    """The step-by-step analysis of a check's values and their float64 reruns, or why none."""
-    left, right, left64, right64 = (
-        ref.select(values.get(ref.side, {}), check.pattern)
-        for values in (run.values, run.values64)
-        for ref in (check.left, check.right)
-    )
+def _trajectory(
+    run: RecordedRun, check: Trajectory | Differ, sides: tuple[dict, dict]
+) -> traj.TrajectoryReport | str:
+    """The step-by-step analysis of a check's values (``sides``, as selected) and their float64
+    reruns, or why none."""
+    left, right = sides
+    left64, right64 = _selected(run.values64, check)
     if not left and not right:
         return f"pattern {check.pattern!r} matched no value"
     if not run.values64:
@@ -190,15 +200,10 @@ def _evaluate_expect(run: RecordedRun, check: Expect) -> _Verdict:
     return _Verdict(True, None, f"{len(picked)} value(s) {check.relation.text}")
 
 
-def _samples(run: RecordedRun, check: Differ) -> tuple[tuple[str, str, str], ...]:
-    """``(key, left summary, right summary)`` per key the differ check matched.
-
-    Read with ``.get``: a side that raised recorded no values, and the report still shows
-    what the other side gave.
-    """
-    left_side, right_side = (run.values.get(ref.side, {}) for ref in (check.left, check.right))
-    left = check.left.select(left_side, check.pattern)
-    right = check.right.select(right_side, check.pattern)
+def _samples(sides: tuple[Mapping, Mapping]) -> tuple[tuple[str, str, str], ...]:
+    """``(key, left summary, right summary)`` per key the differ check matched (``sides``, as
+    :func:`_selected` gives them, also when a side raised)."""
+    left, right = sides
     keys = list(left) + [k for k in right if k not in left]
     absent = "(absent)"
     return tuple(

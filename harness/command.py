@@ -214,19 +214,20 @@ def emit(text: str) -> None:
 def compare_files(args: argparse.Namespace) -> int:
     """Diff two side files, print the table, write the requested reports; 0 or 1."""
     from harness.diff import diff_values
-    from harness.mismatches import inspect_row
+    from harness.mismatches import inspect_rows
     from harness.report import files, html, json_doc, markdown, text
+    from harness.tolerances import explicit_tolerance, tol_for_every_key
 
     if "" in args.files:  # Path("") would be ".", reported as a directory
         raise UsageError("'': empty file name, expected a JSON file")
     path_a, path_b = (Path(p) for p in args.files)
     dtype = args.dtype or "float32"
     side_a, side_b = _read(path_a, dtype), _read(path_b, dtype)
-    cli_tol = _cli_tolerance(args)
+    cli_tol = explicit_tolerance(args.atol, args.rtol, args.ulps, "command line")
     diff = diff_values(
         side_a.values,
         side_b.values,
-        tol_for=_tol_for(cli_tol),
+        tol_for=tol_for_every_key(cli_tol),
         keys=args.keys,
         title=_title(side_a, side_b),
         labels=_labels(side_a, side_b, args.files),
@@ -239,11 +240,8 @@ def compare_files(args: argparse.Namespace) -> int:
     _warn_read(args.prog, (path_a, side_a), (path_b, side_b))
     _warn_env(args.prog, side_a, side_b)
     limit = mismatch_limit(args)
-    found = (
-        inspect_row(side_a.values.get(r.key), side_b.values.get(r.key), r, limit)
-        for r in diff.failures  # the failure path only: a passing compare reads its data once
-    )
-    details = tuple(d for d in found if d is not None)
+    # The failure path only: a passing compare reads its data once.
+    details = inspect_rows(side_a.values, side_b.values, diff.failures, limit)
     emit(text.render_text(diff, details=details, only_failing=args.quiet))
     meta = {"files": [str(path_a), str(path_b)], "keys": args.keys}
     try:
@@ -276,22 +274,6 @@ def _warn_read(prog: str, *sides: tuple[Path, Any]) -> None:
     for path, side in sides:
         for warning in getattr(side, "warnings", ()):
             warn(prog, f"{path}: {warning}")
-
-
-def _cli_tolerance(args: argparse.Namespace) -> Any:
-    from harness.tolerances import Tolerance
-
-    if args.atol is None and args.rtol is None and args.ulps is None:
-        return None
-    return Tolerance(args.atol or 0.0, args.rtol or 0.0, args.ulps, reason="command line")
-
-
-def _tol_for(cli_tol: Any) -> Any:
-    from harness.tolerances import default_tolerance
-
-    if cli_tol is not None:
-        return lambda key, dtype: cli_tol
-    return lambda key, dtype: default_tolerance(dtype)
 
 
 def _title(side_a: Any, side_b: Any) -> str:
@@ -438,11 +420,8 @@ def _import_failure(exc: Exception, cases_dir: Path) -> str:
 def update_command(args: argparse.Namespace, report: Any) -> str:
     """The command that rewrites this case's goldens from a run like this one (with
     ``--force`` when its agree checks fail: without it the rewrite is refused)."""
-    from harness.results import CheckKind
-
     program = ["python", args.prog] if args.prog.endswith(".py") else [args.prog]
-    agrees = all(c.ok for c in report.checks if c.kind == CheckKind.AGREE)
-    folders = [] if agrees else ["--force"]
+    folders = [] if report.agrees_hold else ["--force"]
     for option in ("cases_dir", "golden_dir", "out"):
         value = getattr(args, option, None)
         if value:

@@ -24,7 +24,7 @@ from typing import Any
 from harness import record
 from harness.diff import Diff, diff_values
 from harness.environment import fingerprint
-from harness.mismatches import LIMIT, inspect_row
+from harness.mismatches import LIMIT, inspect_rows
 from harness.results import GoldenReport, GoldenStatus
 from harness.tolerances import Tolerance
 
@@ -97,8 +97,7 @@ def _details(diff: Diff, golden: Mapping, fresh: Mapping, limit: int | None) -> 
         rows = [dataclasses.replace(r, tol=exact) for r in diff.rows if not r.bit_identical]
     else:
         rows = list(diff.failures)
-    found = (inspect_row(golden.get(r.key), fresh.get(r.key), r, limit) for r in rows)
-    return tuple(d for d in found if d is not None)
+    return inspect_rows(golden, fresh, rows, limit)
 
 
 def _read_golden(path: Path, data: bytes, fresh_text: str) -> record.SideRecord | None:

@@ -23,13 +23,15 @@ Work is chunked (``CHUNK`` elements), so memory stays bounded on memory-mapped i
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from harness.diff import TensorDiff, ulp_distance
+from harness.diff import TensorDiff, round_down, ulp_distance
 from harness.tolerances import Tolerance
+from harness.ulp import FLOAT_LAYOUT, wide_distance
 
 CHUNK = 1 << 16
 LIMIT = 5  # mismatched elements shown per failing row unless all are asked for
@@ -92,6 +94,14 @@ def inspect_row(a: Any, b: Any, row: TensorDiff, limit: int | None = LIMIT) -> R
     return None
 
 
+def inspect_rows(
+    left: Mapping[str, Any], right: Mapping[str, Any], rows: Iterable[TensorDiff], limit: int | None
+) -> tuple[RowDetail, ...]:
+    """:func:`inspect_row` of each row from the values under its key; rows without one dropped."""
+    found = (inspect_row(left.get(r.key), right.get(r.key), r, limit) for r in rows)
+    return tuple(d for d in found if d is not None)
+
+
 def _as_array(value: Any) -> np.ndarray | None:
     if isinstance(value, np.ndarray | np.generic):
         return np.asarray(value)
@@ -112,7 +122,7 @@ class _Scan:
         self.tol: Tolerance = row.tol
         self.dtype = a.dtype.newbyteorder("=")
         if floats:
-            self.atol = _round_down(self.tol.atol, self.dtype)
+            self.atol = round_down(self.tol.atol, self.dtype)
             self.tiny = float(np.finfo(self.dtype).tiny)
         else:
             self.atol, self.tiny = self.tol.atol, 0.0
@@ -253,30 +263,11 @@ def _ratio(absdiff: np.ndarray, absb: np.ndarray, tol: Tolerance, dist: np.ndarr
 
 def _ulp(ca: np.ndarray, cb: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """ULP distances as uint64 (exact; garbage where a value is not finite, masked later)."""
-    itype = {2: np.int16, 4: np.int32, 8: np.int64}[dtype.itemsize]
-    width = 8 * dtype.itemsize
-    mask = (1 << (width - 1)) - 1
-
-    def ordered(x: np.ndarray) -> np.ndarray:
-        bits = x.view(itype).astype(np.int64)
-        magnitude = bits & mask
-        return np.where(bits < 0, -magnitude, magnitude)
-
-    oa, ob = ordered(ca), ordered(cb)
-    ua, ub = oa.view(np.uint64), ob.view(np.uint64)
-    return np.where(oa >= ob, ua - ub, ub - ua)
+    itype, mask, _ = FLOAT_LAYOUT[dtype.name]
+    return wide_distance(ca.view(itype), cb.view(itype), mask)
 
 
 def _flat(x: np.ndarray, start: int, stop: int) -> np.ndarray:
     if x.flags.c_contiguous:
         return x.reshape(-1)[start:stop]
     return np.asarray(x.flat[start:stop])
-
-
-def _round_down(value: float, dtype: np.dtype) -> Any:
-    """The largest value of ``dtype`` not above ``value`` (the rule of ``harness.diff``)."""
-    with np.errstate(over="ignore"):
-        rounded = dtype.type(value)
-    if float(rounded) > value:
-        rounded = np.nextafter(rounded, dtype.type(-np.inf))
-    return rounded

@@ -29,7 +29,7 @@ from harness import case as case_api
 from harness import project as project_api
 from harness.mismatches import LIMIT
 from harness.report.text import render_check, render_golden
-from harness.results import CaseReport, CheckKind, GoldenReport
+from harness.results import CaseReport, GoldenReport
 from harness.runner import report_for
 
 PROJECT = pytest.StashKey[project_api.Project]()
@@ -192,9 +192,8 @@ class GoldenItem(_CaseItem):
     def runtest(self) -> None:
         report = self.report()
         result = report.goldens[self.side]
-        agrees = all(c.ok for c in report.checks if c.kind == CheckKind.AGREE)
         target = self.path.relative_to(self.config.rootpath).as_posix()
-        command = update_command(self.config, target, force=not agrees)
+        command = update_command(self.config, target, force=not report.agrees_hold)
         text = render_golden(result, verbose=self.verbose, update=command)
         self.user_properties.append(("golden", text))  # listed by --update-golden's summary
         if not result.ok:
@@ -263,7 +262,8 @@ class Conformance:
         twice in one test); ``atol`` / ``rtol`` / ``ulps`` replace the tolerance of every key.
         """
         __tracebackhide__ = True
-        from harness.testing import GoldenTarget, check_values, explicit_tolerance, file_stem
+        from harness.testing import GoldenTarget, check_values, file_stem
+        from harness.tolerances import explicit_tolerance
 
         config, node = self.request.config, self.request.node
         side = file_stem(basename or node.name)

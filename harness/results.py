@@ -8,7 +8,7 @@ processes back to the parent. Renderers (``harness.report``) only read it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -123,6 +123,11 @@ class SideError:
     rerun: bool = False
 
 
+def agree_checks_hold(checks: Iterable[CheckReport]) -> bool:
+    """Every check of kind agree among ``checks`` holds (``CaseReport.agrees_hold``)."""
+    return all(c.ok for c in checks if c.kind == CheckKind.AGREE)
+
+
 @dataclass(frozen=True)
 class CaseReport:
     """Everything one case run found: its checks, its goldens (by side), determinism.
@@ -150,6 +155,11 @@ class CaseReport:
             and all(g.ok for g in self.goldens.values())
             and not self.nondeterministic
         )
+
+    @property
+    def agrees_hold(self) -> bool:
+        """Every agree check holds: what a golden rewrite without ``--force`` requires."""
+        return agree_checks_hold(self.checks)
 
     def check(self, label: str) -> CheckReport:
         """The check with this label (labels are unique within a case)."""

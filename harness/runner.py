@@ -20,19 +20,19 @@ from typing import Any
 
 import numpy as np
 
-from harness import environment, golden, record, sidecar
+from harness import environment, golden, record
 from harness.case import GOLDEN_DIR, OUT_DIR, SIDES, Case
 from harness.checks import evaluate
 from harness.diff import Diff, diff_values
 from harness.mismatches import LIMIT
 from harness.results import (
     CaseReport,
-    CheckKind,
     CheckReport,
     Frame,
     GoldenReport,
     GoldenStatus,
     SideError,
+    agree_checks_hold,
 )
 from harness.tolerances import Tolerance
 
@@ -114,28 +114,6 @@ def side_error(case: Case, side: str, exc: BaseException, *, rerun: bool = False
         kept = kept[:2] + kept[len(kept) - (MAX_FRAMES - 2) :]
     message = str(exc)
     return SideError(side, type(exc).__name__, message, tuple(kept), omitted, rerun)
-
-
-def side_text(
-    case_name: str,
-    side: str,
-    values: Mapping[str, Any],
-    env: Mapping[str, Any],
-    sidecar_threshold: int = record.SIDECAR_THRESHOLD,
-    stem: str | None = None,
-) -> str:
-    """The JSON text ``record.write_side`` writes to ``<stem or side>.json`` for normalized values.
-
-    Sidecar references (sha256, summary, content-addressed name) are computed in memory, so
-    two runs can be compared by text without writing the second one: equal texts mean equal
-    data, because the sha256 of every sidecar is part of the text.
-    """
-    refs = {
-        key: sidecar.sidecar_reference(stem or side, key, value)
-        for key, value in values.items()
-        if isinstance(value, np.ndarray) and value.size > sidecar_threshold
-    }
-    return record.dumps_side(case_name, side, values, env, sidecars=refs)
 
 
 @dataclass
@@ -247,31 +225,20 @@ def add_float64(run: CaseRun, found: Float64Runs, folder: Path, threshold: int) 
         stem = f"{side}.{FLOAT64}"
         path = folder / f"{stem}.json"
         try:  # a value that cannot be written is the side's error, as in the float32 runs
-            text = record.write_side(
-                path,
-                run.case.name,
-                side,
-                pickle.loads(pickled),
-                run.env,
-                sidecar_threshold=threshold,
-            )
+            text = _write(run, path, side, pickle.loads(pickled), threshold)
         except Exception as exc:
             run.error = f"{side}_side(dtype={FLOAT64}) raised {exc!r}"
             run.raised = side_error(run.case, side, exc)
             return
         if found.rerun_raised and i == len(found.runs) - 1:
             break  # this side's rerun raised: its first run is written, nothing more
-        run.values64[side] = record.read_side(path, data=text.encode("ascii")).values
+        run.values64[side] = _decoded(path, text)
         if (
             again is not None
-            and side_text(run.case.name, side, again, run.env, threshold, stem) != text
+            and record.side_text(run.case.name, side, again, run.env, threshold, stem) != text
         ):
-            run.nondeterministic[stem] = diff_values(
-                run.values64[side],
-                again,
-                tol_for=lambda key, dtype: Tolerance.exact(),
-                title=f"{run.case.name}: {side} float64 run 1 vs run 2",
-                labels=("run1", "run2"),
+            run.nondeterministic[stem] = _run1_vs_run2(
+                run, f"{side} {FLOAT64}", run.values64[side], again
             )
     if found.error:
         run.error, run.raised = found.error, found.raised
@@ -280,14 +247,8 @@ def add_float64(run: CaseRun, found: Float64Runs, folder: Path, threshold: int) 
 def _write_out(run: CaseRun, side: str, values: Mapping, folder: Path, threshold: int) -> None:
     """Write ``<side>.json`` (and sidecars); keep its text and the values decoded from it."""
     path = folder / f"{side}.json"
-    text = record.write_side(
-        path, run.case.name, side, values, run.env, sidecar_threshold=threshold
-    )
-    run.texts[side] = text
-    # Decoded from the text just written, so checks see what a golden stores. Sidecars are
-    # loaded (and so re-hashed: read_side only skips the hash by not loading them at all);
-    # that costs only for tensors above the sidecar threshold.
-    run.values[side] = record.read_side(path, data=text.encode("ascii")).values
+    run.texts[side] = _write(run, path, side, values, threshold)
+    run.values[side] = _decoded(path, run.texts[side])
 
 
 def _compare_runs(
@@ -295,16 +256,40 @@ def _compare_runs(
 ) -> None:
     """Record a self-disagreement, keeping the second run as ``<side>.rerun.json`` for review."""
     rerun = folder / f"{side}.rerun.json"
-    text = None if again is None else side_text(run.case.name, side, again, run.env, threshold)
-    if text is None or text == run.texts[side]:
+    if (
+        again is None
+        or record.side_text(run.case.name, side, again, run.env, threshold) == run.texts[side]
+    ):
         golden.remove_side_file(rerun)  # left by an earlier non-deterministic run
         return
-    record.write_side(rerun, run.case.name, side, again, run.env, sidecar_threshold=threshold)
-    run.nondeterministic[side] = diff_values(
-        run.values[side],
-        record.read_side(rerun).values,
+    _write(run, rerun, side, again, threshold)
+    run.nondeterministic[side] = _run1_vs_run2(
+        run, side, run.values[side], record.read_side(rerun).values
+    )
+
+
+def _write(run: CaseRun, path: Path, side: str, values: Mapping, threshold: int) -> str:
+    """``record.write_side`` of one side of the run's case; the JSON text written."""
+    return record.write_side(
+        path, run.case.name, side, values, run.env, sidecar_threshold=threshold
+    )
+
+
+def _decoded(path: Path, text: str) -> dict[str, Any]:
+    """The values of the side file just written at ``path`` as ``text``, decoded from that
+    text, so checks see what a golden stores. Its sidecars are memory-mapped, not hashed again:
+    ``harness.sidecar`` remembers the hash it computed while writing them (``_OWN_FILES``;
+    hashed again only if a file changed since or its file system's timestamps are coarse)."""
+    return record.read_side(path, data=text.encode("ascii")).values
+
+
+def _run1_vs_run2(run: CaseRun, name: str, first: Mapping, second: Mapping) -> Diff:
+    """The exact comparison of two runs of one side in one process (a self-disagreement)."""
+    return diff_values(
+        first,
+        second,
         tol_for=lambda key, dtype: Tolerance.exact(),
-        title=f"{run.case.name}: {side} run 1 vs run 2",
+        title=f"{run.case.name}: {name} run 1 vs run 2",
         labels=("run1", "run2"),
     )
 
@@ -347,8 +332,7 @@ def judge_case(
     """The second half of ``check_case``: evaluate the checks of a finished run, compare (or
     rewrite) its goldens; the report's seconds run from ``started`` (``time.perf_counter``)."""
     checks = evaluate(run, limit=limit)
-    agrees_hold = all(c.ok for c in checks if c.kind == CheckKind.AGREE)
-    judge = _Judge(update, force, agrees_hold, golden_dir, limit)
+    judge = _Judge(update, force, agree_checks_hold(checks), golden_dir, limit)
     goldens = {side: judge.golden(run, side) for side in SIDES}
     return _case_report(run, checks, goldens, time.perf_counter() - started)
 

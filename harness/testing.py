@@ -24,11 +24,11 @@ from typing import Any
 
 from harness import environment, golden, record
 from harness.diff import Diff, diff_values
-from harness.mismatches import LIMIT, RowDetail, inspect_row
+from harness.mismatches import LIMIT, inspect_rows
 from harness.report.elements import failure_headline
 from harness.report.text import render_golden, render_text
 from harness.results import GoldenReport, GoldenStatus
-from harness.tolerances import Tolerance, default_tolerance, resolve
+from harness.tolerances import Tolerance, explicit_tolerance, resolve, tol_for_every_key
 
 SINGLE_KEY = "value"  # the key of a single value (not a mapping) in reports
 
@@ -61,7 +61,7 @@ def assert_conforms(
     diff = diff_values(
         left,
         right,
-        tol_for=(lambda key, dtype: tol) if tol else (lambda key, dtype: default_tolerance(dtype)),
+        tol_for=tol_for_every_key(tol),
         keys=keys,
         labels=labels,
         tol=tol,
@@ -70,27 +70,10 @@ def assert_conforms(
         raise ValueError(f"keys {keys!r} match no key of {labels[0]} or {labels[1]}")
     if diff.ok:
         return diff
-    details = details_of(diff, left, right, limit)
+    details = inspect_rows(left, right, diff.failures, limit)
     first = failure_headline(diff, details)
     message = f"{msg}: {first}" if msg else first
     raise AssertionError(f"{message}\n{render_text(diff, details=details)}")
-
-
-def explicit_tolerance(
-    atol: float | None, rtol: float | None, ulps: int | None, reason: str
-) -> Tolerance | None:
-    """The tolerance the arguments give (unset parts 0 / None), or None when none is given."""
-    if atol is None and rtol is None and ulps is None:
-        return None
-    return Tolerance(atol or 0.0, rtol or 0.0, ulps, reason=reason)
-
-
-def details_of(diff: Diff, left: Mapping, right: Mapping, limit: int | None) -> tuple:
-    """The elements behind the failing rows of ``diff`` (``harness.mismatches``)."""
-    found: list[RowDetail | None] = [
-        inspect_row(left.get(r.key), right.get(r.key), r, limit) for r in diff.failures
-    ]
-    return tuple(d for d in found if d is not None)
 
 
 def _normalized(values: Any, which: str) -> dict[str, Any]:
@@ -139,24 +122,10 @@ def check_values(
     """
     fresh = _normalized(values, "values")
     env = environment.probe()
-    refs = _sidecar_refs(side, fresh)
-    text = record.dumps_side(target.name, side, fresh, env, sidecars=refs)
+    text = record.side_text(target.name, side, fresh, env)
     if update:
         return golden.update_golden(target, side, text, fresh, folder)
     return golden.check_golden(target, side, text, fresh, folder, limit=limit)
-
-
-def _sidecar_refs(side: str, values: Mapping[str, Any]) -> dict:
-    """Sidecar references of the large tensors, computed without writing (as the runner)."""
-    import numpy as np
-
-    from harness import sidecar
-
-    return {
-        key: sidecar.sidecar_reference(side, key, value)
-        for key, value in values.items()
-        if isinstance(value, np.ndarray) and value.size > record.SIDECAR_THRESHOLD
-    }
 
 
 def golden_message(report: GoldenReport, update: str, *, verbose: bool = False) -> str:

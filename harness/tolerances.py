@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 # Bump whenever a value in DEFAULTS changes: reports and goldens record it, so a changed
@@ -95,6 +95,22 @@ DEFAULTS.update(dict.fromkeys((*_INTEGERS, "bool", "int", "str", "None", "error"
 def default_tolerance(dtype_name: str | None) -> Tolerance:
     """The table's tolerance for a dtype name; anything not in the table compares exactly."""
     return DEFAULTS.get(str(dtype_name), _EXACT)
+
+
+def explicit_tolerance(
+    atol: float | None, rtol: float | None, ulps: int | None, reason: str
+) -> Tolerance | None:
+    """The tolerance the arguments give (unset parts 0 / None), or None when none is given."""
+    if atol is None and rtol is None and ulps is None:
+        return None
+    return Tolerance(atol or 0.0, rtol or 0.0, ulps, reason=reason)
+
+
+def tol_for_every_key(tol: Tolerance | None) -> Callable[[str, str | None], Tolerance]:
+    """A ``tol_for(key, dtype)``: ``tol`` for every key when given, else the dtype default."""
+    if tol is not None:
+        return lambda key, dtype: tol
+    return lambda key, dtype: default_tolerance(dtype)
 
 
 def check_overrides(overrides: Mapping[str, Tolerance] | None) -> None:

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.diff import CHUNK, TensorDiff, diff_arrays, diff_value
+from harness.diff import CHUNK, TensorDiff, diff_arrays, diff_value, ulp_distance
 from harness.diff_scalar import scalar_float_stats
 from harness.diff_stats import dtype_name, float_stats
 from harness.tolerances import Tolerance
@@ -147,3 +147,22 @@ def test_python_float_rows_keep_their_fields():
     assert nan.status == "ok" and nan.matched_nans == 1 and nan.bit_identical
     fields = {f.name for f in dataclasses.fields(TensorDiff)}
     assert {"ulp_histogram", "matched_nans", "bit_identical"} <= fields
+
+
+class _Float(float):
+    """A float subclass: still a Python float value (``value_dtype`` says "float")."""
+
+
+def test_python_float_rows_have_the_float64_ulp_distance_as_worst_ulp():
+    """A Python float pair's ``worst_ulp`` is ``ulp_distance(a, b)`` on the float64 grid (None
+    when either is NaN or infinite) under any tolerance: finite, signed zeros, subnormals,
+    the extremes of the float16 / float32 / float64 grids, NaN payloads and infinities."""
+    values = sorted({float(v) for dtype in DTYPES for v in menu(dtype)}, key=repr)
+    values += [_Float(-0.0), _Float(5e-324), _Float(math.inf)]
+    assert len(values) > 40
+    tols = [Tolerance.exact(), Tolerance(1e-6), Tolerance(0.0, ulps=1), Tolerance(1e300)]
+    for x, y in itertools.product(values, repeat=2):
+        want = ulp_distance(x, y)
+        for tol in tols:
+            got = diff_value(x, y, tol, "x").worst_ulp
+            assert got == want and type(got) is type(want), (x, y, tol, got, want)

@@ -107,7 +107,7 @@ ONLY_FROM = {
     "harness.mismatches": ("harness.diff", "harness.tolerances", "harness.ulp"),
     "harness.project": ("harness.tolerances",),
     # Trajectory statistics and fits: numbers over diff's rules, no results, no rendering.
-    "harness.trajectory": ("harness.diff", "harness.tolerances"),
+    "harness.trajectory": ("harness.diff", "harness.tolerances", "harness.ulp"),
     # The results model is data over diffs; the renderers read it and diff data only.
     "harness.results": ("harness.diff", "harness.mismatches", "harness.trajectory"),
     "harness.report": (

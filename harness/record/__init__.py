@@ -40,7 +40,14 @@ from harness.record.values import (
     SideRecord,
     normalize,
 )
-from harness.record.write import atomic_write_text, dumps_side, encode, json_float, write_side
+from harness.record.write import (
+    atomic_write_text,
+    dumps_side,
+    encode,
+    json_float,
+    side_text,
+    write_side,
+)
 
 __all__ = [
     "DTYPES",
@@ -65,5 +72,6 @@ __all__ = [
     "one_line",
     "read_side",
     "side_env",
+    "side_text",
     "write_side",
 ]

@@ -67,6 +67,28 @@ def dumps_side(
     return _dumps_bytes(case, side, normalize(values), env, sidecars or {}).decode("ascii")
 
 
+def side_text(
+    case_name: str,
+    side: str,
+    values: Mapping[str, Any],
+    env: Mapping[str, Any],
+    sidecar_threshold: int = SIDECAR_THRESHOLD,
+    stem: str | None = None,
+) -> str:
+    """The JSON text ``write_side`` writes to ``<stem or side>.json`` for normalized values.
+
+    Sidecar references (sha256, summary, content-addressed name) are computed in memory, so
+    two runs can be compared by text without writing the second one: equal texts mean equal
+    data, because the sha256 of every sidecar is part of the text.
+    """
+    refs = {
+        key: sidecar.sidecar_reference(stem or side, key, value)
+        for key, value in values.items()
+        if isinstance(value, np.ndarray) and value.size > sidecar_threshold
+    }
+    return dumps_side(case_name, side, values, env, sidecars=refs)
+
+
 def _dumps_bytes(case: str, side: str, values: dict, env: Mapping, sidecars: Mapping) -> bytes:
     """``dumps_side`` of normalized ``values`` as ASCII bytes (tensor data skips str)."""
     if not isinstance(case, str) or not isinstance(side, str):

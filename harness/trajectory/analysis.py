@@ -29,6 +29,7 @@ import numpy as np
 from harness.diff import diff_arrays
 from harness.tolerances import Tolerance
 from harness.trajectory.growth import Growth, GrowthFit, fit_growth
+from harness.ulp import FLOAT_LAYOUT, wide_distance
 
 PARTS_BITS = 10.0
 """The float64 pair parts when its gap, in float64 eps at the values' scale, exceeds the
@@ -189,16 +190,11 @@ def pair_series(
 def ulp_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Elementwise ULP distance of two float arrays of one dtype (int64; +0 and -0 are 0 apart;
     meaningless where either is not finite)."""
-    itype = np.int32 if x.dtype == np.float32 else np.int64
-    width = 8 * x.dtype.itemsize - 1
-    mask = (1 << width) - 1
-    ox, oy = (np.ascontiguousarray(v).view(itype).astype(np.int64) for v in (x, y))
-    mx, my = ox & mask, oy & mask
-    same_sign = (ox < 0) == (oy < 0)
-    # Opposite signs: the distance is the sum of both magnitudes (through zero); uint64 so that
-    # two large float64 magnitudes cannot overflow, clipped to int64 for the caller.
-    across = np.minimum(mx.astype(np.uint64) + my.astype(np.uint64), np.iinfo(np.int64).max)
-    return np.where(same_sign, np.abs(mx - my), across.astype(np.int64))
+    itype, mask, _ = FLOAT_LAYOUT[x.dtype.name]
+    bx, by = (np.ascontiguousarray(v).view(itype) for v in (x, y))
+    # Exact in uint64 (two large float64 magnitudes of opposite signs exceed int64), clipped
+    # to int64 for the caller.
+    return np.minimum(wide_distance(bx, by, mask), np.iinfo(np.int64).max).astype(np.int64)
 
 
 def distance_series(
