@@ -55,6 +55,7 @@ CASES_ONLY = (
     "prune_stale",
     "timings",
     "jobs",
+    "numerics",
 )
 PATH_OPTIONS = ("json", "markdown", "html", "out", "golden_dir", "cases_dir")
 
@@ -130,6 +131,12 @@ def build_parser(prog: str = "conformance") -> argparse.ArgumentParser:
         "--timings",
         action="store_true",
         help="put each case's wall time in the --json report (cases[].seconds; else null)",
+    )
+    cases.add_argument(
+        "--numerics",
+        metavar="PROFILE",
+        help="portable (default: the pinned code paths of this CPU's class) or native"
+        " ([tool.conformance] numerics; harness.numerics)",
     )
     stale = cases.add_mutually_exclusive_group()
     stale.add_argument(
@@ -317,6 +324,21 @@ def console_main() -> None:
     sys.exit(code)
 
 
+def _enter_numerics(args: argparse.Namespace) -> int | None:
+    """Put the numerics profile in force before torch and the cases load (an exit code for
+    an unknown choice; a warning when the process had imported numpy or torch already)."""
+    from harness import numerics
+
+    where = "--numerics" if args.numerics else f"{args.project.source}: numerics"
+    try:
+        entry = numerics.enter(args.numerics or args.project.numerics, where=where)
+    except numerics.NumericsError as exc:
+        return error(args.prog, str(exc))
+    if entry.problem:
+        warn(args.prog, entry.problem)
+    return None
+
+
 def run_cases_main(args: argparse.Namespace, project: Path | None = None) -> int:
     """Run the named cases (all when none) via ``run_cases(case_names, args)``."""
     from harness.project import ConfigError, load_project, read_project
@@ -325,6 +347,9 @@ def run_cases_main(args: argparse.Namespace, project: Path | None = None) -> int
         args.project = read_project(project) if project else load_project(Path.cwd())
     except ConfigError as exc:
         return error(args.prog, str(exc))
+    problem = _enter_numerics(args)
+    if problem is not None:
+        return problem
     root = str(args.project.root)
     if root not in sys.path:  # case files import the project's own modules, as under pytest
         sys.path.insert(0, root)

@@ -1,5 +1,6 @@
-"""The environment block of a side file: versions, platform, BLAS pools and thread counts, and
-which of them decide the last bits of a float result (the golden fingerprint)."""
+"""The environment block of a side file: versions, platform, BLAS pools and thread counts, the
+numerics in force (``harness.numerics``), and which of them decide the last bits of a float
+result (the golden fingerprint)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from harness import numerics
+
 # The parts of the environment that decide the exact bits of a float computation.
-FINGERPRINT_KEYS = ("torch", "torch_threads", "numpy", "python", "platform", "blas")
+FINGERPRINT_KEYS = ("torch", "torch_threads", "numpy", "python", "platform", "blas", "numerics")
 
 
 def probe() -> dict:
@@ -27,6 +30,7 @@ def probe() -> dict:
         "platform": f"{platform.system()}-{platform.machine()}",
         "blas": _blas(),
         **torch_env,
+        "numerics": numerics.in_force(),
     }
 
 
@@ -52,3 +56,31 @@ def _blas() -> list[dict] | str:
 def fingerprint(env: Mapping[str, Any]) -> dict[str, Any]:
     """The environment keys whose change may legitimately change the last bits of a result."""
     return {k: env.get(k) for k in FINGERPRINT_KEYS}
+
+
+def fingerprint_change(golden_env: Mapping[str, Any], fresh_env: Mapping[str, Any]) -> str:
+    """In words, how two fingerprints differ: 'written on A; this machine B' naming only the
+    entries that differ ('' when none does)."""
+    a, b = fingerprint(golden_env), fingerprint(fresh_env)
+    keys = [k for k in FINGERPRINT_KEYS if a.get(k) != b.get(k)]
+    if not keys:
+        return ""
+    return f"written on {_words(a, keys)}; this machine {_words(b, keys)}"
+
+
+def _words(fp: Mapping[str, Any], keys: list[str]) -> str:
+    return ", ".join(_entry_words(k, fp.get(k)) for k in keys)
+
+
+def _entry_words(key: str, value: Any) -> str:
+    if key == "numerics":
+        return f"numerics {numerics.describe(value)}"
+    if key == "blas" and isinstance(value, list):
+        kernels = [
+            " ".join(str(p) for p in (pool.get("internal_api"), pool.get("architecture")) if p)
+            + f" x{pool.get('num_threads')}"
+            for pool in value
+            if isinstance(pool, Mapping)
+        ]
+        return f"blas {' / '.join(kernels) or 'none'}"
+    return f"{key} {value}"

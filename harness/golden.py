@@ -23,7 +23,7 @@ from typing import Any
 
 from harness import record
 from harness.diff import Diff, diff_values
-from harness.environment import fingerprint
+from harness.environment import fingerprint_change
 from harness.mismatches import LIMIT, inspect_rows
 from harness.results import GoldenReport, GoldenStatus
 from harness.tolerances import Tolerance
@@ -173,16 +173,18 @@ def _judge(
     case: str, side: str, diff: Diff, golden_env: Mapping, fresh_env: Mapping, path: Path
 ) -> GoldenReport:
     env = dict(golden_env)
+    change = fingerprint_change(golden_env, fresh_env)
     if not diff.ok:
         message = "values differ from the golden beyond tolerance"
+        message += f" ({change})" if change else ""
         return GoldenReport(case, side, GoldenStatus.MISMATCH, False, message, diff, path, env)
     if diff.bit_identical:
         message = "values bit-identical (file text differs)"
         return GoldenReport(case, side, GoldenStatus.EQUAL_VALUES, True, message, diff, path, env)
-    if fingerprint(golden_env) == fingerprint(fresh_env):
+    if not change:
         message = "not bit-identical although the environment fingerprint matches the golden's"
         return GoldenReport(case, side, GoldenStatus.MISMATCH, False, message, diff, path, env)
-    message = "within tolerance (environment differs)"
+    message = f"{change}; compared within tolerance, not bit for bit"
     return GoldenReport(case, side, GoldenStatus.WITHIN_TOL, True, message, diff, path, env)
 
 

@@ -7,6 +7,7 @@
     fixture_golden = "tests/golden"  # goldens of the `conformance` fixture (default: beside
                                  # each test module, in a folder named after it)
     threads = 1                  # BLAS and torch threads while a case side runs
+    numerics = "portable"        # or "native": see harness.numerics (default "portable")
 
     [tool.conformance.tolerances]  # project-wide overrides, after each case's own TOLERANCES
     "grads.*" = { atol = 1e-5, reason = "accumulated over 8 steps" }
@@ -21,17 +22,18 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import numerics
 from harness.tolerances import Tolerance, check_overrides
 
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.conformance"
 _PATHS = ("cases", "golden", "out", "fixture_golden")
-_KEYS = (*_PATHS, "threads", "tolerances")
+_KEYS = (*_PATHS, "threads", "numerics", "tolerances")
 _TOLERANCE_FIELDS = ("atol", "rtol", "ulps", "reason")
 
 
@@ -52,6 +54,7 @@ class Project:
     out: Path
     fixture_golden: Path | None = None
     threads: int = 1
+    numerics: str = "portable"  # harness.numerics.CHOICES, or a profile's name
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     source: Path | None = None  # the pyproject.toml read; None: defaults only
     configured: bool = False  # it has a [tool.conformance] table
@@ -101,6 +104,8 @@ def read_project(pyproject: Path) -> Project:
             settings[key] = _path(pyproject, key, table[key])
     if "threads" in table:
         settings["threads"] = _threads(pyproject, table["threads"])
+    if "numerics" in table:
+        settings["numerics"] = _numerics(pyproject, table["numerics"])
     if "tolerances" in table:
         settings["tolerances"] = _tolerances(pyproject, table["tolerances"])
     return dataclasses.replace(base, **settings)
@@ -115,6 +120,17 @@ def _path(pyproject: Path, key: str, value: Any) -> Path:
 def _threads(pyproject: Path, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(pyproject, "threads", f"must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _numerics(pyproject: Path, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(pyproject, "numerics", f"must be a string, got {value!r}")
+    try:
+        numerics.resolve(value)
+    except numerics.NumericsError:
+        known = ", ".join((*numerics.CHOICES, *numerics.PROFILES))
+        raise ConfigError(pyproject, "numerics", f"unknown {value!r} (known: {known})") from None
     return value
 
 
@@ -153,3 +169,21 @@ def with_tolerances(case: Any, tolerances: Mapping[str, Tolerance]) -> Any:
     for pattern, tol in tolerances.items():
         merged.setdefault(pattern, tol)
     return dataclasses.replace(case, tolerances=merged)
+
+
+def enter_numerics(args: Sequence[str], start: Path) -> numerics.Entry | numerics.NumericsError:
+    """``numerics.enter`` for a program that has not parsed its options yet (the pytest plugin
+    at import, ``python -m harness.ops``): the choice of ``--numerics`` in ``args``, else the
+    nearest settings' ``numerics``. A bad choice is returned, for the program to report once it
+    can; an unreadable settings file counts as the default here (the program that reads the
+    settings for real reports it)."""
+    choice = numerics.choice_in(args)
+    if choice is None:
+        try:
+            choice = load_project(start).numerics
+        except ConfigError:
+            choice = numerics.DEFAULT
+    try:
+        return numerics.enter(choice)
+    except numerics.NumericsError as exc:
+        return exc

@@ -20,8 +20,17 @@ rendered by ``harness.report.text``; this module only adapts them to pytest.
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
+
+from harness import numerics
+from harness.project import enter_numerics
+
+# Before anything imports numpy or torch (the imports below do, and so do the tests): the
+# profile's variables are read when those libraries load. pytest imports this plugin at
+# start-up, before conftest files and test modules; xdist's workers inherit the variables.
+_NUMERICS = enter_numerics(sys.argv[1:], Path.cwd())
 
 import pytest
 
@@ -57,6 +66,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--prune-stale", action="store_true", help="delete the goldens of deleted cases"
     )
     group.addoption(
+        "--numerics",
+        metavar="PROFILE",
+        help="portable (default: pinned code paths of this CPU's class) or native;"
+        " [tool.conformance] numerics (harness.numerics)",
+    )
+    group.addoption(
         "--all-mismatches",
         action="store_true",
         help="list every mismatched element of a failing tensor (default: the first 5)",
@@ -69,6 +84,20 @@ def pytest_configure(config: pytest.Config) -> None:
     except project_api.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[REPORTS] = {}
+    if isinstance(_NUMERICS, numerics.NumericsError):
+        raise pytest.UsageError(str(_NUMERICS))
+    asked = config.getoption("numerics") or config.stash[PROJECT].numerics
+    if asked != _NUMERICS.choice or _NUMERICS.problem:  # pytest.main(args) in a live process
+        problem = _NUMERICS.problem or (
+            f"numerics {asked!r} asked for after start-up, where {_NUMERICS.choice!r} was put"
+            " in force: this session keeps the latter"
+        )
+        config.issue_config_time_warning(pytest.PytestConfigWarning(problem), stacklevel=2)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The numerics in force, first thing in the session header (what decides the bits)."""
+    return f"conformance numerics: {numerics.describe(numerics.in_force())}"
 
 
 def _load_project(config: pytest.Config) -> project_api.Project:

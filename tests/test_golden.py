@@ -92,6 +92,48 @@ def test_last_bit_change_needs_identity_only_in_same_environment(golden_dir, tmp
         DEMO, "engine", other_env, decoded(other_env, tmp_path), golden_dir
     )
     assert (result.status, result.ok) == ("within_tol", True)
+    assert result.message == (
+        "written on numpy 2.4.6; this machine numpy 9.9; compared within tolerance, not bit for bit"
+    )
+
+
+V3 = {
+    "profile": "x86-64-v3",
+    "numpy_dispatch": ["X86_V3"],
+    "torch_cpu_capability": "AVX2",
+    "mkl_cbwr": "COMPATIBLE",
+    "onednn_max_cpu_isa": "AVX2",
+    "libm": "glibc 2.36",
+}
+NATIVE = {
+    **V3,
+    "profile": "native",
+    "numpy_dispatch": ["X86_V3", "X86_V4"],
+    "torch_cpu_capability": "AVX512",
+    "mkl_cbwr": "AUTO",
+    "cpu": "GenuineIntel family 6 model 143",
+}
+
+
+def test_a_golden_of_other_numerics_is_compared_within_tolerance_and_says_so(golden_dir, tmp_path):
+    old = side_text({"y": np.array([1.0], np.float32)}, {**ENV, "numerics": V3})
+    golden.check_golden(DEMO, "engine", old, decoded(old, tmp_path), golden_dir)
+    fresh = side_text({"y": np.array([one_ulp_up(1.0)], np.float32)}, {**ENV, "numerics": NATIVE})
+    result = golden.check_golden(DEMO, "engine", fresh, decoded(fresh, tmp_path), golden_dir)
+    assert (result.status, result.ok) == ("within_tol", True)
+    assert result.message == (
+        "written on numerics x86-64-v3 (numpy X86_V3, torch AVX2, MKL COMPATIBLE, oneDNN AVX2,"
+        " glibc 2.36); this machine numerics native (numpy X86_V3 X86_V4, torch AVX512,"
+        " MKL AUTO, oneDNN AVX2, glibc 2.36, GenuineIntel family 6 model 143);"
+        " compared within tolerance, not bit for bit"
+    )
+    beyond = side_text({"y": np.array([1.5], np.float32)}, {**ENV, "numerics": NATIVE})
+    result = golden.check_golden(DEMO, "engine", beyond, decoded(beyond, tmp_path), golden_dir)
+    assert (result.status, result.ok) == ("mismatch", False)
+    assert result.message.startswith(
+        "values differ from the golden beyond tolerance (written on numerics x86-64-v3 ("
+    )
+    assert "fingerprint matches" not in result.message
 
 
 def test_update_reports_change_and_rewrites(golden_dir, tmp_path):
@@ -176,9 +218,24 @@ def test_full_cycle_through_outcomes(tmp_path):
 def test_fingerprint_covers_versions_blas_and_threads_of_the_real_environment():
     env = environment.probe()
     fingerprint = environment.fingerprint(env)
-    assert set(fingerprint) == {"torch", "torch_threads", "numpy", "python", "platform", "blas"}
+    assert set(fingerprint) == {
+        "torch", "torch_threads", "numpy", "python", "platform", "blas", "numerics"
+    }  # fmt: skip
     assert all(fingerprint[key] == env[key] for key in fingerprint)
     assert environment.fingerprint({**env, "numpy": "0.0"}) != fingerprint
+    # Each thing that decides the bits is in the numerics record, as this process has it.
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    assert set(env["numerics"]) >= {
+        "profile", "numpy_dispatch", "torch_cpu_capability", "mkl_cbwr", "onednn_max_cpu_isa",
+        "libm",
+    }  # fmt: skip
+    assert env["numerics"]["numpy_dispatch"] == [
+        t for t in __cpu_dispatch__ if __cpu_features__[t]
+    ]
+    import torch
+
+    assert env["numerics"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
 
 
 def test_update_report_says_what_changed_without_calling_it_a_failure(golden_dir, tmp_path):

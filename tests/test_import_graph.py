@@ -92,7 +92,9 @@ ONLY_FROM = {
     "harness.ulp": (),
     "harness.summary": (),
     "harness.sidecar": ("harness.summary",),
-    "harness.environment": (),
+    # What decides the bits of a run: read before numpy loads, so the standard library only.
+    "harness.numerics": (),
+    "harness.environment": ("harness.numerics",),
     "harness.escape": (),  # the one escaping rule for text from input: a leaf
     "harness.cli": ("harness.escape",),
     "harness.record": ("harness.sidecar", "harness.escape"),
@@ -105,7 +107,7 @@ ONLY_FROM = {
         "harness.diff_scalar",
     ),
     "harness.mismatches": ("harness.diff", "harness.tolerances", "harness.ulp"),
-    "harness.project": ("harness.tolerances",),
+    "harness.project": ("harness.tolerances", "harness.numerics"),
     # Trajectory statistics and fits: numbers over diff's rules, no results, no rendering.
     "harness.trajectory": ("harness.diff", "harness.tolerances", "harness.ulp"),
     # The results model is data over diffs; the renderers read it and diff data only.

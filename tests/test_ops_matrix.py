@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pytest
 
+from harness import numerics
 from harness.ops import cells, matrix
 from harness.ops.cells import DECLARED, FAIL, PASS, valuesets
 from harness.ops.divergences import DIVERGENCES, Divergence
@@ -189,9 +190,13 @@ def test_cli_prints_the_table_writes_json_and_exits_0(tmp_path, capsys):
     path = tmp_path / "ops.json"
     assert matrix.main(["--ops", "neg,sum", "--json", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["op", "float32", "float64"]
+    first, header = out.splitlines()[:2]
+    assert first == f"numerics: {numerics.describe(numerics.in_force())}"
+    assert header.split() == ["op", "float32", "float64"]
     assert "4 items (2 pass, 2 declared, 0 fail)" in out and "-> OK" in out
-    assert json.loads(path.read_text())["ok"] is True
+    doc = json.loads(path.read_text())
+    assert doc["ok"] is True
+    assert doc["numerics"] == numerics.in_force()
 
 
 def test_cli_exits_1_on_an_injected_bug(tmp_path, capsys):
@@ -241,3 +246,23 @@ def test_cli_names_an_unknown_name_in_one_line_and_exits_2(argv, capsys):
     assert exc.value.code == 2
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith(f"python -m harness.ops: error: argument {argv[0]}: ")
+
+
+@pytest.mark.parametrize(
+    ("flags", "isa", "declared"),
+    [
+        ({"avx", "avx2", "avx512f"}, "ALL", True),  # oneDNN's AVX-512 gelu: NaN at +inf
+        ({"avx", "avx2", "avx512f"}, "AVX2", False),  # capped: its AVX2 kernel gives inf
+        ({"avx", "avx2"}, "ALL", False),  # an AVX2 CPU
+    ],
+)
+def test_a_declaration_tied_to_a_torch_kernel_holds_only_while_it_runs(
+    monkeypatch, flags, isa, declared
+):
+    from harness.ops import divergences
+    from harness.ops.registry import PAIRS_BY_NAME
+
+    monkeypatch.setattr(divergences.numerics, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(divergences.numerics, "in_force", lambda: {"onednn_max_cpu_isa": isa})
+    table = divergences._declarations((PAIRS_BY_NAME["gelu"],))
+    assert any(d.pattern == "gelu/float32/*/specials/forward" for d in table) is declared

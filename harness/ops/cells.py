@@ -20,6 +20,7 @@ import torch
 
 from harness.diff import TensorDiff, diff_arrays
 from harness.engine import AutodiffError, Device, Tensor
+from harness.engine.ops.facts import Rounding
 from harness.ops.opinion import Opinion, third_opinion
 from harness.ops.registry import (
     BOOL,
@@ -32,7 +33,7 @@ from harness.ops.registry import (
     template_args,
 )
 from harness.report import row_summary
-from harness.tolerances import default_tolerance
+from harness.tolerances import Tolerance, default_tolerance
 
 DTYPES = ("float32", "float64")
 VALUESETS = ("random", "kinks", "specials")
@@ -279,19 +280,26 @@ class Comparison:
         return self.key.rsplit("/", 1)[1]
 
 
-def _compare_values(key: str, t: np.ndarray | None, e: np.ndarray | None) -> Comparison:
+def _compare_values(
+    key: str, t: np.ndarray | None, e: np.ndarray | None, rounding: Rounding | None = None
+) -> Comparison:
     if t is None and e is None:
         return Comparison(key, True, "no gradient on either side")
     if t is None or e is None:
         side = "torch" if t is None else "engine"
         return Comparison(key, False, f"no gradient on the {side} side", values=(t, e))
     tol = default_tolerance(t.dtype.name)
+    if rounding is not None and t.dtype == np.float32:
+        tol = Tolerance(rounding.atol, rounding.rtol, reason=rounding.reason)
     row = diff_arrays(t, e, tol, key=key)
     return Comparison(key, row.ok, "" if row.ok else row_summary(row), row, values=(t, e))
 
 
-def compare_cell(prefix: str, t: SideRun, e: SideRun) -> list[Comparison]:
-    """Shape, forward and VJP comparisons of one cell (keys `prefix/check`)."""
+def compare_cell(
+    prefix: str, t: SideRun, e: SideRun, rounding: Rounding | None = None
+) -> list[Comparison]:
+    """Shape, forward and VJP comparisons of one cell (keys `prefix/check`); float32 values
+    within the check's `rounding` tolerance when it states one, else the dtype's default."""
     if t.error or e.error:
         same = t.error is not None and e.error is not None
         note = f"torch: {t.error or 'ok'}; engine: {e.error or 'ok'}"
@@ -304,9 +312,10 @@ def compare_cell(prefix: str, t: SideRun, e: SideRun) -> list[Comparison]:
         same = tuple(tr) == eo.shape
         note = "" if same else f"torch {list(tr)} vs engine {list(eo.shape)}"
         out.append(Comparison(f"{prefix}/shape{suffix}", same, note))
-        out.append(_compare_values(f"{prefix}/forward{suffix}", t.outputs[k], eo))
+        out.append(_compare_values(f"{prefix}/forward{suffix}", t.outputs[k], eo, rounding))
     for name in e.grads:
-        out.append(_compare_values(f"{prefix}/vjp.{name}", t.grads.get(name), e.grads[name]))
+        grads = t.grads.get(name), e.grads[name]
+        out.append(_compare_values(f"{prefix}/vjp.{name}", *grads, rounding))
     return out
 
 
@@ -356,7 +365,7 @@ def run_cell(
     # Special values make NumPy warn (log(0), inf - inf); the comparison is the report.
     with np.errstate(all="ignore"):
         e = run_engine(p, dtype, arrays, prefix)
-    comps = compare_cell(prefix, t, e)
+    comps = compare_cell(prefix, t, e, p.rounding)
     if dtype == "float32":
         _attach_opinions(comps, p, arrays, prefix, opinions)
     return comps

@@ -26,6 +26,7 @@ import numpy as np
 # A declared divergence is not a blank cheque: if a later change breaks the engine further at
 # the same place (a flipped sign inside a declared rounding difference), the relation fails
 # and so does the item.
+from harness import numerics
 from harness.case import Relation
 from harness.engine.ops.facts import Condition
 from harness.ops.registry import PAIRS, OpPair
@@ -74,7 +75,30 @@ def relation_of(condition: Condition) -> Relation:
     return Relation(condition.text, condition.test)
 
 
+def _onednn_avx512() -> bool:
+    """oneDNN runs its AVX-512 kernels: the CPU has them and ``ONEDNN_MAX_CPU_ISA`` (read by
+    oneDNN at its first use) does not cap it below them."""
+    isa = numerics.in_force()["onednn_max_cpu_isa"].upper()
+    capped = not (isa == "ALL" or isa.startswith(("AVX512", "AVX10")))
+    return "avx512f" in numerics.cpu_flags() and not capped
+
+
+def _onednn_avx() -> bool:
+    """oneDNN runs AVX or wider kernels (not its SSE4.1 ones)."""
+    return numerics.in_force()["onednn_max_cpu_isa"].upper() != "SSE41" and (
+        "avx" in numerics.cpu_flags()
+    )
+
+
+# torch kernels whose results some declared divergences depend on: name -> whether it runs.
+TORCH_KERNELS: dict[str, Callable[[], bool]] = {
+    "onednn-avx512": _onednn_avx512,
+    "onednn-avx": _onednn_avx,
+}
+
+
 def _declarations(pairs: tuple[OpPair, ...]) -> tuple[Divergence, ...]:
+    """The declarations of every registration whose torch kernel (if it names one) runs here."""
     return tuple(
         Divergence(
             f"{glob.escape(p.name)}/{d.where}",
@@ -83,6 +107,7 @@ def _declarations(pairs: tuple[OpPair, ...]) -> tuple[Divergence, ...]:
         )
         for p in pairs
         for d in p.diverges
+        if d.torch_kernel is None or TORCH_KERNELS[d.torch_kernel]()
     )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness import numerics
 from harness.case import OUT_DIR
 from harness.cli import exit_code, names_of
 from harness.ops import divergences as div_table
@@ -232,6 +233,7 @@ def matrix_json(result: MatrixResult) -> dict:
     return {
         "format": "ops-matrix/1",
         "tolerance_table_version": TABLE_VERSION,
+        "numerics": numerics.in_force(),  # the kernels compared (a declaration may depend on it)
         "ok": result.ok,
         "summary": _totals(result),
         "items": [_item_json(i) for i in result.items],
@@ -316,8 +318,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="OP",
         help="demo: flip the sign of OP's backward rule for this run",
     )
+    parser.add_argument(
+        "--numerics",
+        metavar="PROFILE",
+        help="portable (default) or native: put in force by `python -m harness.ops` at start-up",
+    )
     args = parser.parse_args(argv)  # a bad name exits 2 with one line, through argparse
     names, dtypes = args.ops, tuple(args.dtypes)
+    print(f"numerics: {numerics.describe(numerics.in_force())}")
     with flipped_rule(args.inject_flip) if args.inject_flip else contextlib.nullcontext():
         result = run_matrix(names, dtypes, opinions=args.opinion == "all")
     print(render_table(result))

@@ -143,6 +143,19 @@ class Diverges:
     where: str
     reason: str
     condition: Condition | None = None
+    # The torch kernel the difference belongs to, when torch's result depends on the CPU path
+    # (a name in harness.ops.divergences.TORCH_KERNELS): declared only while it is in force.
+    torch_kernel: str | None = None
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """The float32 tolerance of a check whose sides compute the same sums in another order,
+    where the default (atol 1e-6) is about one ULP of its values: `reason` states the bound."""
+
+    rtol: float
+    atol: float
+    reason: str
 
 
 # ---- the fuzzer's view: a shape and an interval holding every element ------------------------
@@ -250,6 +263,7 @@ class Check:
     kinks: tuple[float, ...] | None = None
     specials: bool = True
     diverges: tuple[Diverges, ...] = ()
+    rounding: Rounding | None = None
     fuzz: FuzzElementwise | FuzzBinary | FuzzStructural | None = None
     op: str = ""
 
