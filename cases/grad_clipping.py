@@ -95,8 +95,11 @@ def _rescaled_within_own_norm(torch_grad, engine_grad):
     t = np.asarray(torch_grad, np.float64)
     e = np.asarray(engine_grad, np.float64)
     k = np.linalg.norm(e) / np.linalg.norm(t)
-    same_direction = k > 0 and np.allclose(e, k * t, rtol=1e-5, atol=1e-9)
-    return bool(same_direction and np.linalg.norm(e) <= NORM * (1 + 1e-6))
+    # An element far below the norm carries rounding of the norm's size (the terms of its
+    # sum are): measured up to 7e-08 * ||e|| on five CPU kernels, so atol 1e-6 * ||e||.
+    norm = np.linalg.norm(e)
+    same_direction = k > 0 and np.allclose(e, k * t, rtol=1e-5, atol=1e-6 * norm)
+    return bool(same_direction and norm <= NORM * (1 + 1e-6))
 
 
 CHECKS = [

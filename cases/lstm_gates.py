@@ -30,6 +30,7 @@ from harness.engine import (
     LstmConfig,
     Tensor,
 )
+from harness.tolerances import Tolerance
 
 B, T, D_IN, H = 3, 6, 4, 5
 
@@ -160,6 +161,17 @@ def _same_shape_other_values(a, b) -> bool:
 def _reshaped(a, b) -> bool:
     return a.shape != b.shape and np.allclose(a.reshape(-1), b.reshape(-1), atol=1e-6)
 
+
+# Gate gradients sum over the batch and 6 time steps (values up to ~3.7), in torch's fused
+# order and the engine's per-gate one: measured up to 1.7e-06 apart (4.5e-07 relative, ~4 ULP)
+# on five CPU kernels, past the default atol 1e-6 under the x86-64-v2 kernels.
+_GATE_GRADS = Tolerance(
+    1e-6,
+    2e-6,
+    reason="float32 sums over batch and time in two orders: measured up to 1.7e-06 "
+    "(4.5e-07 relative) on five CPU kernels; rtol 2e-6 is ~17 ULP",
+)
+TOLERANCES = {"lstm.grads.*": _GATE_GRADS, "gru.grads.*": _GATE_GRADS}
 
 CHECKS = [
     agree("lstm.weights.*"),

@@ -23,7 +23,9 @@ burn's table measures the same float64 gap (3.17e-06 at step 19); they account f
 float64 gap (1.0e-09, before any Adam step) together with burn's float32 ``sqrt(d_k)``: given
 burn's table and that scale, PyTorch's float64 step-0 loss equals the engine's bit for bit
 (``tests/test_transformer_step0.py``; the table alone leaves 7.4e-11). The final parameters
-(recorded in PyTorch's names and layout on both sides) agree within 1e-5 (TOLERANCES).
+(recorded in PyTorch's names and layout on both sides) agree within 5e-5 (TOLERANCES): their
+float32 gap is mostly rounding that Adam amplifies, and how much depends on the CPU's kernels;
+the float64 reruns part by 7.1e-07 only.
 
 The key projection's bias is not compared: its true gradient is exactly 0 (adding
 ``q . b_k`` to every score of a query does not change its softmax), so on both sides Adam
@@ -179,11 +181,25 @@ def engine_side(dtype="float32"):
     return {"steps": {"loss": np.stack(losses)}, "params": _pytorch_state(model)}
 
 
+# Measured on five CPU kernels (AVX-512 native, the x86-64-v3 profile, MKL's AVX2 branch, the
+# x86-64-v2 profile, a Zen 3 machine): after 20 steps the params part by 9.0e-06 to 1.80e-05
+# (layer 1 in_proj_weight), while the float64 reruns part by 7.1e-07 only (burn's f32 bias
+# corrections). The rest is each side's float32 rounding amplified by Adam's normalisation:
+# torch's params lie 5.8e-06 to 1.26e-05 from its own float64 run, the engine's 2.8e-06 to
+# 6.1e-06 from its own; their sum bounds the gap (1.9e-05 at most).
 TOLERANCES = {
     "params.*": Tolerance(
-        1e-5,
-        reason="measured at most 4.0e-06 (layer 1 in_proj_weight) after 20 steps: the linear "
-        "drift of burn's f32 Adam bias corrections (the steps.* differ), not rounding",
+        5e-5,
+        reason="float32 rounding amplified by 20 Adam steps: each side's distance to its own "
+        "float64 run, summed, is up to 1.9e-05 on five CPU kernels (the float64 runs part by "
+        "7.1e-07); 2.5x that",
+    ),
+}
+GOLDEN_TOLERANCES = {
+    "steps.*": Tolerance(
+        2e-6,
+        reason="a golden of other numerics: the per-step losses of two CPU kernels part by "
+        "up to 4.8e-07 over 20 Adam steps (five CPU kernels measured); 4x that",
     ),
 }
 

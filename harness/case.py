@@ -4,10 +4,12 @@ A case module holds a docstring (what the experiment shows), ``torch_side()`` an
 ``engine_side()`` (each returns an ordered mapping of named values), ``CHECKS`` (a list of
 :func:`agree` / :func:`differ` / :func:`expect` / :func:`trajectory`), and optionally
 ``TOLERANCES`` (glob -> :class:`~harness.tolerances.Tolerance` with a reason) overriding the
-per-dtype defaults. A case with a trajectory check (or a systematic differ) is also run in
-float64: its sides take a ``dtype`` parameter (``torch_side(dtype=torch.float32)``,
-``engine_side(dtype="float32")``), which the float64 rerun sets to ``torch.float64`` /
-``"float64"``.
+per-dtype defaults, and ``GOLDEN_TOLERANCES``: how far a golden written under other numerics
+(another CPU's kernels) may be, where that exceeds ``TOLERANCES`` (a long training run whose
+rounding another CPU amplifies further; state the cross-CPU measurement behind it). A case
+with a trajectory check (or a systematic differ) is also run in float64: its sides take a
+``dtype`` parameter (``torch_side(dtype=torch.float32)``, ``engine_side(dtype="float32")``),
+which the float64 rerun sets to ``torch.float64`` / ``"float64"``.
 :func:`capture` records an error as a value; the relations below say what holds between the
 two sides of a documented divergence.
 
@@ -318,6 +320,7 @@ class Case:
     engine_side: Callable[..., Mapping[str, Any]]
     checks: tuple[Check, ...]
     tolerances: Mapping[str, Tolerance]
+    golden_tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
 
     def side_fn(self, side: str) -> Callable[..., Mapping[str, Any]]:
         return self.torch_side if side == "torch" else self.engine_side
@@ -329,6 +332,13 @@ class Case:
 
     def tol_for(self, key: str, dtype: str) -> Tolerance:
         return resolve(key, dtype, self.tolerances)
+
+    def golden_tol_for(self, key: str, dtype: str) -> Tolerance:
+        """A golden's tolerance under other numerics: ``GOLDEN_TOLERANCES``, else ``tol_for``."""
+        merged = dict(self.golden_tolerances)
+        for pattern, tol in self.tolerances.items():
+            merged.setdefault(pattern, tol)
+        return resolve(key, dtype, merged)
 
 
 def load_case(path: Path) -> Case:
@@ -359,10 +369,12 @@ def load_case(path: Path) -> Case:
     if len(set(labels)) != len(labels):
         raise CaseDefinitionError(f"{path}: CHECKS: duplicate check {labels}")
     tolerances = dict(getattr(module, "TOLERANCES", {}))
-    try:  # here, once, rather than as a traceback from the first comparison that uses it
-        check_overrides(tolerances)
-    except ValueError as exc:
-        raise CaseDefinitionError(f"{path}: TOLERANCES: {exc}") from None
+    golden_tolerances = dict(getattr(module, "GOLDEN_TOLERANCES", {}))
+    for attr, table in (("TOLERANCES", tolerances), ("GOLDEN_TOLERANCES", golden_tolerances)):
+        try:  # here, once, rather than as a traceback from the first comparison that uses it
+            check_overrides(table)
+        except ValueError as exc:
+            raise CaseDefinitionError(f"{path}: {attr}: {exc}") from None
     return Case(
         name=name,
         doc=module.__doc__.strip(),
@@ -371,6 +383,7 @@ def load_case(path: Path) -> Case:
         engine_side=module.engine_side,
         checks=checks,
         tolerances=tolerances,
+        golden_tolerances=golden_tolerances,
     )
 
 

@@ -163,7 +163,7 @@ def _diff(case: Any, side: str, golden: Mapping, fresh: Mapping) -> Diff:
     return diff_values(
         golden,
         fresh,
-        tol_for=case.tol_for,
+        tol_for=case.golden_tol_for,
         title=f"{case.name} ({side})",
         labels=("golden", "fresh"),
     )

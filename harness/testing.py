@@ -105,6 +105,8 @@ class GoldenTarget:
     def tol_for(self, key: str, dtype: str) -> Tolerance:
         return self.tol if self.tol is not None else resolve(key, dtype, self.tolerances)
 
+    golden_tol_for = tol_for  # a fixture golden's tolerance is the same under other numerics
+
 
 def check_values(
     values: Any,

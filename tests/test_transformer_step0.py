@@ -4,8 +4,14 @@
 burn's position table and burn's float32 ``sqrt(d_k)`` (``harness.engine.nn.attention``,
 burn-nn ``modules/attention/mha.rs`` at commit 2c06be351006851d42fdb6df16b976f4a82d9747). This
 test gives PyTorch both constants, burn's table and the float32-rounded scale, and asserts the
-two float64 step-0 losses are then equal bit for bit: if anything else separated them (an op
-order, another constant), the equality would fail and the docstring would be wrong.
+two float64 step-0 losses are then within float64 rounding of each other: if anything else
+separated them (another constant, another formula), the gap would stay at the float32 scale
+and the docstring would be wrong.
+
+Not bit for bit: the two losses are computed by two programs in other op orders (torch's
+kernels, the engine's NumPy), so their last bits depend on the CPU's kernels (equal on an
+AVX-512 CPU, one ULP apart under the x86-64-v3 profile). The bound, 64 float64 ULP, is float64
+rounding of a few hundred operations; the gap the constants close is 7.4e-11, over 2^16 of those ULP.
 """
 
 import importlib.util
@@ -18,6 +24,7 @@ import torch.nn.functional as F
 
 from harness.engine import Device, PositionalEncodingConfig
 
+ROUNDING_ULPS = 64  # float64 rounding of two op orders (measured 0 and 1 on two kernels)
 CASE = Path(__file__).resolve().parents[1] / "cases" / "transformer_train.py"
 
 
@@ -51,5 +58,6 @@ def test_burn_table_and_f32_scale_close_the_step0_gap(monkeypatch):
 
     monkeypatch.setattr(F, "scaled_dot_product_attention", burn_scale)
     burn_constants = _torch_step0_loss(case, table)
-    assert plain != engine  # the f32 sqrt matters in float64 ...
-    assert burn_constants == engine  # ... and, with burn's table, is all that does
+    ulp = np.spacing(engine)
+    assert abs(plain - engine) > 2**16 * ulp  # the f32 sqrt matters in float64 ...
+    assert abs(burn_constants - engine) <= ROUNDING_ULPS * ulp  # ... with the table, all that does
