@@ -59,7 +59,8 @@ def trajectory_summary(t: TrajectoryReport) -> str:
 
 
 def growth_text(fit: GrowthFit) -> str:
-    """``linear 1.4e-07/step (R2=0.98)``, ``bounded (level 6.0e-08)``, ``too short to tell...``"""
+    """``linear 1.4e-07/step (R2=0.98)``, ``bounded at 6.0e-08``, ``undetermined: 5 steps (< 8)``:
+    the class's name (``Growth``'s value, as in the JSON) first."""
     r2 = f" (R2={fit.r2:.2f})" if fit.r2 is not None else ""
     match fit.growth:
         case Growth.BOUNDED:
@@ -73,7 +74,7 @@ def growth_text(fit: GrowthFit) -> str:
             return f"step x{fit.rate:.3g} at step {fit.at}{r2}"
         case Growth.SATURATING:
             return f"saturating {fit.rate:.1e}/step until step {fit.at}, then {fit.level:.1e}{r2}"
-    return fit.reason  # "too short to tell: ..."
+    return f"{fit.growth}: {fit.reason}"  # undetermined
 
 
 def _tol_text(t: TrajectoryReport) -> str:
