@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from harness.case import agree, differ, expect, predicate, trajectory
 from harness.engine import (
+    AdaptiveAvgPool2dConfig,
     BatchNormConfig,
     Conv2dConfig,
     CrossEntropyLossConfig,
@@ -39,14 +40,13 @@ from harness.engine import (
     GradientsParams,
     LinearConfig,
     MaxPool2dConfig,
+    Module,
+    MomentumConfig,
     PaddingConfig2d,
     PytorchStore,
     SgdConfig,
     Tensor,
 )
-from harness.engine.module import Module
-from harness.engine.nn import AdaptiveAvgPool2dConfig
-from harness.engine.optim.base import MomentumConfig
 
 STEPS = 20
 LR = 0.05

@@ -5,6 +5,7 @@ documents it and a one-line summary of each side's values."""
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
@@ -217,7 +218,7 @@ def _samples(sides: tuple[Mapping, Mapping]) -> tuple[tuple[str, str, str], ...]
 
 
 def resolve_because(dotted: str) -> str:
-    """Import the object a ``differ`` names; return its docstring's first line.
+    """Import the object a ``differ`` names; return its docstring's first sentence.
 
     A divergence is documented only if the engine code that diverges says so.
     """
@@ -243,4 +244,27 @@ def resolve_because(dotted: str) -> str:
         raise CaseDefinitionError(
             f"because={dotted!r}: its docstring does not document a PyTorch difference"
         )
-    return doc.splitlines()[0]
+    return doc_sentence(doc)
+
+
+DOC_SENTENCE_LIMIT = 200  # characters: two lines of a report, enough for any sentence cited
+
+
+def doc_sentence(doc: str, limit: int = DOC_SENTENCE_LIMIT) -> str:
+    """The sentence of a docstring that states what it documents: its first sentence, read
+    across wrapped lines (up to the first ``". "`` of the first paragraph, or the paragraph's
+    end), at most `limit` characters; a longer one is cut at a word boundary and ends in ``…``.
+
+    A docstring's first line alone stops mid-sentence when the sentence wraps ("Adam with
+    coupled L2 weight decay ... and optional AMSGrad, in").
+    """
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    end = _SENTENCE_END.search(paragraph)
+    sentence = paragraph if end is None else paragraph[: end.start() + 1]
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence.rfind(" ", 0, limit)  # the ellipsis takes the place of the space
+    return sentence[: cut if cut > 0 else limit - 1].rstrip(",;:") + "…"
+
+
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)\. ")  # "e.g. " ends no sentence

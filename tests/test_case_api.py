@@ -21,7 +21,7 @@ from harness.case import (
     same_values_other_shape,
     scaled,
 )
-from harness.checks import evaluate_check, resolve_because
+from harness.checks import DOC_SENTENCE_LIMIT, doc_sentence, evaluate_check, resolve_because
 from harness.runner import CaseRun
 from harness.tolerances import Tolerance, resolve
 
@@ -169,6 +169,32 @@ def test_capture_returns_value_or_error():
 def test_resolve_because_returns_first_docstring_line():
     first_line = "Backpropagate from this tensor and return a new `Gradients` container."
     assert resolve_because("harness.engine.tensor.Tensor.backward") == first_line
+
+
+def test_resolve_because_reads_the_first_sentence_across_wrapped_lines():
+    assert resolve_because("harness.engine.tensor.Tensor.grad") == (
+        "This tensor's gradient in `grads` as a plain tensor, or None (intermediate, untracked, "
+        "unreachable, another node, entry taken, other container)."
+    )
+
+
+def test_doc_sentence_stops_at_the_first_full_stop_of_the_first_paragraph():
+    doc = """Adam, in burn's order: f32
+    scalars. Then more.
+
+    A second paragraph."""
+    assert doc_sentence(doc) == "Adam, in burn's order: f32 scalars."
+    assert doc_sentence("No full stop\n  across lines\n\nnext") == "No full stop across lines"
+    assert doc_sentence("Rounds, e.g. sqrt, in f32. Rest.") == "Rounds, e.g. sqrt, in f32."
+    assert doc_sentence("Ends with v1.2 inside. Rest.") == "Ends with v1.2 inside."
+
+
+def test_doc_sentence_cuts_a_long_sentence_at_a_word_with_an_ellipsis():
+    assert doc_sentence("aaa bbb, ccc ddd.", limit=12) == "aaa bbb…"  # comma dropped
+    assert doc_sentence("aaa bbb ccc.", limit=12) == "aaa bbb ccc."  # fits exactly
+    assert doc_sentence("aaaaaaaaaaaaaaaa.", limit=8) == "aaaaaaa…"  # no space: a hard cut
+    assert doc_sentence("x " * 200, limit=DOC_SENTENCE_LIMIT).endswith("x…")
+    assert len(doc_sentence("word " * 100)) <= DOC_SENTENCE_LIMIT
 
 
 def test_resolve_because_requires_a_documented_pytorch_difference():

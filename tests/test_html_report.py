@@ -71,7 +71,7 @@ CHECKS = [
     agree("grads.*"),
     agree("steps"),
     agree("flag"),
-    differ("x_grad", because="harness.engine.tensor.Tensor.detach", relation=scaled(2)),
+    differ("x_grad", because="harness.engine.tensor.Tensor.grad", relation=scaled(2)),
     expect("flag", "torch", True),
 ]
 '''
@@ -167,8 +167,11 @@ def test_differences_table_has_one_row_per_differ_check(results, page):
     assert topic == "syntheticx_grad"  # the case (a link), then the pattern
     assert (torch_cell, engine_cell) == ("float32[2] [4.0, 8.0]", "float32[2] [2.0, 4.0]")
     assert relation == "left = 2 x right"
+    # The docstring's first sentence, whole although it wraps over two lines (`grads` is code).
     assert reason == (
-        "harness.engine.tensor.Tensor.detachA new leaf with a new node id and the same values."
+        "harness.engine.tensor.Tensor.grad"
+        "This tensor's gradient in grads as a plain tensor, or None (intermediate, untracked, "
+        "unreachable, another node, entry taken, other container)."
     )
     assert status == "holds"
 
@@ -229,7 +232,7 @@ def test_json_carries_because_and_relation_and_validates(results):
     doc = cases_json(results)
     assert schema_errors(doc) == []
     differ_check = next(c for c in doc["cases"][0]["checks"] if c["kind"] == "differ")
-    assert differ_check["because"] == "harness.engine.tensor.Tensor.detach"
+    assert differ_check["because"] == "harness.engine.tensor.Tensor.grad"
     assert differ_check["relation"] == "left = 2 x right"
 
 

@@ -14,6 +14,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,6 +104,20 @@ def test_the_two_commands_are_make_targets():
     for target in ("compare", "test", "golden", "report", "bench", "ops", "fuzz", "lint"):
         assert f"make {target}" in README
         assert re.search(rf"^{target}:", makefile, flags=re.MULTILINE), target
+
+
+def test_the_pytest_table_is_the_one_the_example_project_runs_with():
+    """The README's `[tool.pytest.ini_options]` (`pythonpath = ["."]` lets cases import the
+    project's model code) is what `examples/porting/pyproject.toml` has, which
+    tests/test_example_project.py runs."""
+    blocks = re.findall(r"```toml\n(.*?)```", README, flags=re.DOTALL)
+    tables = [tomllib.loads(b) for b in blocks if "[tool.pytest.ini_options]" in b]
+    assert len(tables) == 1
+    shown = tables[0]["tool"]["pytest"]["ini_options"]
+    example = ROOT / "examples" / "porting" / "pyproject.toml"
+    used = tomllib.loads(example.read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    assert shown["pythonpath"] == ["."]
+    assert {key: used.get(key) for key in shown} == shown
 
 
 def write() -> None:

@@ -2,6 +2,7 @@
 (float32 runs, float64 reruns, out/ files, goldens), its verdicts, and the reports."""
 
 import dataclasses
+import html
 import json
 
 import html5lib
@@ -15,6 +16,7 @@ from harness.report.markdown import cases_markdown
 from harness.report.text import render_case, render_check, render_summary
 from harness.runner import check_case
 from harness.trajectory import Growth
+from harness.trajectory.growth import MIN_STEPS
 
 BECAUSE = "harness.engine.optim.Adam"
 STEPS = 40
@@ -66,11 +68,13 @@ LABELS = {
 }
 
 
-def run(tmp_path, *, variant="", checks=TRAJECTORY, engine_body="pass", systematic="True"):
+def run(
+    tmp_path, *, variant="", checks=TRAJECTORY, engine_body="pass", systematic="True", steps=STEPS
+):
     folder = tmp_path / "cases"
     folder.mkdir(exist_ok=True)
     text = CASE.format(
-        steps=STEPS,
+        steps=steps,
         variant=variant,
         checks=checks.format(systematic=systematic),
         engine_body=engine_body,
@@ -284,3 +288,22 @@ def test_html_draws_one_plot_per_trajectory(reports):
     assert all(img.get("alt").startswith("Per-step max|diff| over 40 steps") for img in images)
     assert "<th>trajectory</th>" in page  # the case index counts them
     assert render_cases_html(reports) == page  # byte-identical
+
+
+def test_an_undetermined_growth_has_one_name_in_text_json_and_html(tmp_path):
+    """A class reads as its ``Growth`` value everywhere (the JSON's ``class``), followed by why:
+    never "too short to tell" in one report and "undetermined" in another."""
+    steps = MIN_STEPS - 1
+    report = run(tmp_path, variant="reverse=True", steps=steps)
+    check = report.check(LABELS["trajectory"])
+    assert check.trajectory.growth.growth == Growth.UNDETERMINED
+    said = f"growth=undetermined: {steps} steps (< {MIN_STEPS}), "
+    assert said in render_case(report)
+    assert said in cases_markdown([report])
+    growth = cases_json([report])["cases"][0]["checks"][0]["trajectory"]["growth"]
+    assert growth["class"] == "undetermined"
+    assert growth["reason"] == f"{steps} steps (< {MIN_STEPS})"
+    page = html.unescape(render_cases_html([report]))
+    assert said in page and "growth=undetermined, float64 rounding." in page  # line, alt text
+    for text in (render_case(report), json.dumps(growth), page):
+        assert "too short" not in text

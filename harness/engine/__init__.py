@@ -408,3 +408,44 @@ __all__ += [
     "ParamGroup",
     "ParamGroupError",
 ]
+
+# --- nn/: the remaining burn-nn configs and the modules they build (1d pools, activations) ---
+from .nn import (  # noqa: E402
+    Activation,
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool1dConfig,
+    AvgPool1d,
+    AvgPool1dConfig,
+    HardSigmoid,
+    HardSigmoidConfig,
+    LeakyRelu,
+    MaxPool1d,
+    MaxPool1dConfig,
+    PRelu,
+    Sigmoid,
+    SiLU,
+    Softplus,
+    SoftplusConfig,
+    Swish,
+    Tanh,
+)
+
+__all__ += [
+    "Activation",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool1dConfig",
+    "AvgPool1d",
+    "AvgPool1dConfig",
+    "HardSigmoid",
+    "HardSigmoidConfig",
+    "LeakyRelu",
+    "MaxPool1d",
+    "MaxPool1dConfig",
+    "PRelu",
+    "SiLU",
+    "Sigmoid",
+    "Softplus",
+    "SoftplusConfig",
+    "Swish",
+    "Tanh",
+]

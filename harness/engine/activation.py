@@ -35,10 +35,12 @@ __all__ = [
     "gelu_approximate",
     "hard_sigmoid",
     "leaky_relu",
+    "log_softmax",
     "prelu",
     "relu",
     "sigmoid",
     "silu",
+    "softmax",
     "softplus",
     "tanh",
 ]
@@ -57,6 +59,25 @@ def sigmoid(x: Tensor) -> Tensor:
 
 def tanh(x: Tensor) -> Tensor:
     return x.tanh()
+
+
+def softmax(x: Tensor, dim: int) -> Tensor:
+    """`exp(x - max) / sum(exp(x - max))` along `dim` (negative counts from the end), burn's
+    `activation::softmax(tensor, dim)`: the `softmax` primitive, which `Tensor.softmax` is
+    too (harness.engine.ops.nn; burn's composite, its backward fused in burn's order).
+
+    PyTorch difference: an empty `dim` raises ShapeError (burn's composite starts with a
+    `max_dim`, which has no value); `torch.softmax` returns an empty tensor."""
+    return x.softmax(dim)
+
+
+def log_softmax(x: Tensor, dim: int) -> Tensor:
+    """`(x - max) - log(sum(exp(x - max)))` along `dim`, burn's
+    `activation::log_softmax(tensor, dim)`: the `log_softmax` primitive, which
+    `Tensor.log_softmax` is too (harness.engine.ops.nn).
+
+    PyTorch difference: an empty `dim` raises ShapeError, as for `softmax`."""
+    return x.log_softmax(dim)
 
 
 def gelu(x: Tensor) -> Tensor:

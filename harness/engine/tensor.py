@@ -22,6 +22,7 @@ each method here binds one of them in a line (`harness.engine.methods`). The aut
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from operator import attrgetter
 
@@ -352,9 +353,28 @@ class Tensor(AutodiffMethods):
         """Max of all elements, shape (1,)."""
         return self.reshape([-1]).max_dim(0)
 
-    def flatten(self) -> Tensor:
-        """The values as a rank-1 tensor."""
-        return self.reshape([-1])
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Dims `start_dim` to `end_dim` (inclusive; negative counts from the end) merged into
+        one, as burn's `Tensor::flatten(start_dim, end_dim)` (crates/burn-tensor/src/tensor/api/
+        base.rs, checks `TensorCheck::flatten` in check.rs, burn
+        2c06be351006851d42fdb6df16b976f4a82d9747; tests `should_flatten_*` in
+        crates/burn-backend-tests/tests/tensor/float/ops/flatten.rs). A reshape: the gradient
+        is the output gradient reshaped back.
+
+        burn requires both arguments and the result rank as a type parameter; the defaults
+        `(0, -1)` are burn's `flatten(0, D - 1)` and `torch.flatten`'s. A rank-0 tensor (burn
+        has none) is read as rank 1, as torch does: it becomes shape `[1]`.
+        """
+        shape = self._data.shape or (1,)
+        start = norm_dim("flatten", start_dim, len(shape))
+        end = norm_dim("flatten", end_dim, len(shape))
+        if start > end:  # burn's text; torch: "start_dim cannot come after end_dim"
+            raise ShapeError(
+                f"flatten: the start dim ({start}) must be smaller than or equal to the end dim "
+                f"({end})"
+            )
+        merged = math.prod(shape[start : end + 1])
+        return self.reshape([*shape[:start], merged, *shape[end + 1 :]])
 
     def unsqueeze(self) -> Tensor:
         """Add a leading dim of size 1 (burn's `unsqueeze::<D+1>()`)."""

@@ -59,7 +59,8 @@ def trajectory_summary(t: TrajectoryReport) -> str:
 
 
 def growth_text(fit: GrowthFit) -> str:
-    """``linear 1.4e-07/step (R2=0.98)``, ``bounded (level 6.0e-08)``, ``too short to tell...``"""
+    """``linear 1.4e-07/step (R2=0.98)``, ``bounded at 6.0e-08``, ``undetermined: 5 steps (< 8)``:
+    the class's name (``Growth``'s value, as in the JSON) first."""
     r2 = f" (R2={fit.r2:.2f})" if fit.r2 is not None else ""
     match fit.growth:
         case Growth.BOUNDED:
@@ -73,7 +74,7 @@ def growth_text(fit: GrowthFit) -> str:
             return f"step x{fit.rate:.3g} at step {fit.at}{r2}"
         case Growth.SATURATING:
             return f"saturating {fit.rate:.1e}/step until step {fit.at}, then {fit.level:.1e}{r2}"
-    return fit.reason  # "too short to tell: ..."
+    return f"{fit.growth}: {fit.reason}"  # undetermined
 
 
 def _tol_text(t: TrajectoryReport) -> str:
@@ -269,8 +270,20 @@ def _plot_data(t: TrajectoryReport) -> tuple:
 
 @functools.cache
 def trajectory_png(data: tuple) -> bytes:
-    """Two log-scale panels as PNG bytes (deterministic: no metadata). Zero gaps (bit-identical
-    steps) are left out of a log axis and show as breaks in the line."""
+    """Two log-scale panels as PNG bytes (deterministic: no metadata)."""
+    return _small_png(trajectory_figure(data))
+
+
+def trajectory_figure(data: tuple) -> Any:
+    """The two panels as a matplotlib Figure. Zero gaps (bit-identical steps) are left out of a
+    log axis and show as breaks in the line.
+
+    Two series of a panel are often equal (a formula difference makes the float32 and float64
+    pairs coincide; both float32 sides can sit at the same distance from the reference), so
+    one is drawn wide underneath (the float64 pair; the first side) and the other thin on top
+    (zorder, not the call order, which keeps the legend's): where they coincide the thin line
+    shows inside the wide one, both in their own colours.
+    """
     f32, f64, atol, (left, right), labels, reference = data
     figure_cls, canvas_cls = _load_matplotlib()
     width, height = PLOT_SIZE
@@ -280,15 +293,18 @@ def trajectory_png(data: tuple) -> bytes:
     ref_ax = fig.add_axes((0.57, 0.2, 0.41, 0.68))
     steps = np.arange(len(f32))
     _line(gap_ax, steps, f32, _COLORS["f32"], "float32 pair")
-    # dashed: where a formula difference makes the two pairs coincide, both stay visible
-    _line(gap_ax, steps, f64, _COLORS["f64"], "float64 pair", dashed=True)
+    _line(gap_ax, steps, f64, _COLORS["f64"], "float64 pair", under=True)
     if atol > 0:
         gap_ax.axhline(atol, color="#c62828", linestyle="--", linewidth=0.9, label="tolerance")
     _style(gap_ax, "max|diff| between the sides")
-    _line(ref_ax, steps, left, _COLORS["left"], f"{labels[0]} float32")
+    _line(ref_ax, steps, left, _COLORS["left"], f"{labels[0]} float32", under=True)
     _line(ref_ax, steps, right, _COLORS["right"], f"{labels[1]} float32")
     _style(ref_ax, f"distance to {reference}")
-    return _small_png(fig)
+    return fig
+
+
+UNDER_WIDTH = 3.6  # the series drawn underneath, three times as wide as the one on top
+TOP_WIDTH = 1.2
 
 
 def _line(
@@ -298,12 +314,15 @@ def _line(
     color: str,
     label: str,
     *,
-    dashed: bool = False,
+    under: bool = False,
 ) -> None:
     y = np.asarray(values, np.float64)
     y = np.where(y > 0, y, np.nan)  # a log axis has no 0
-    style = {"linestyle": (0, (4, 2)), "linewidth": 1.4} if dashed else {"linewidth": 1.2}
-    ax.plot(steps, y, color=color, label=label, marker="." if len(y) < 40 else "", **style)
+    if under:
+        style = {"linewidth": UNDER_WIDTH, "zorder": 2, "solid_capstyle": "butt"}
+    else:
+        style = {"linewidth": TOP_WIDTH, "zorder": 3, "marker": "." if len(y) < 40 else ""}
+    ax.plot(steps, y, color=color, label=label, **style)
 
 
 def _style(ax: Any, title: str) -> None:

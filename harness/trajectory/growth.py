@@ -1,5 +1,8 @@
 """The growth class of a per-step gap series: bounded, linear, exponential, a step change,
-saturating, or "too short to tell" (``undetermined``), with the fit's numbers."""
+saturating, or ``undetermined`` (too short or too noisy to tell), with the fit's numbers.
+
+A class has one name everywhere (text, JSON, HTML): its ``Growth`` value; ``reason`` says why,
+never repeating the class."""
 
 from __future__ import annotations
 
@@ -11,10 +14,10 @@ from enum import StrEnum
 import numpy as np
 
 MIN_STEPS = 8
-"""Fewer steps than this: the growth is "too short to tell" (two points fit any line)."""
+"""Fewer steps than this: the growth is undetermined (two points fit any line)."""
 
 FIT_R2 = 0.8
-"""A growth model explains the series when its R^2 reaches this; below, "too short to tell"."""
+"""A growth model explains the series when its R^2 reaches this; below, undetermined."""
 
 CLEARLY_BETTER = 0.5
 """A model with more parameters (or exponential over linear) is chosen only if it leaves at
@@ -86,10 +89,10 @@ def fit_growth(series: Sequence[float], *, rounding: bool = False) -> GrowthFit:
     y = np.asarray(series, np.float64)
     n = y.size
     if n < MIN_STEPS:
-        reason = f"too short to tell: {n} steps (< {MIN_STEPS})"
+        reason = f"{n} steps (< {MIN_STEPS})"
         return GrowthFit(Growth.UNDETERMINED, reason=reason)
     if not np.isfinite(y).all() or (y < 0).any():
-        return GrowthFit(Growth.UNDETERMINED, reason="too short to tell: non-finite gaps")
+        return GrowthFit(Growth.UNDETERMINED, reason="non-finite gaps")
     if not y.any():
         return GrowthFit(Growth.BOUNDED, level=0.0, reason="identical at every step")
     k = np.arange(n, dtype=np.float64)
@@ -104,7 +107,7 @@ def fit_growth(series: Sequence[float], *, rounding: bool = False) -> GrowthFit:
         if abs(rise) + margin <= level:
             reason = f"no trend: rise {rise:.2g} +- {margin:.2g} over the run, level {level:.2g}"
             return GrowthFit(Growth.BOUNDED, level=level, reason=reason)
-        reason = f"too short to tell: too noisy (slope {b:.2g} +- {se:.2g} per step)"
+        reason = f"too noisy (slope {b:.2g} +- {se:.2g} per step)"
         fit = GrowthFit(Growth.UNDETERMINED, level=level, reason=reason)
     if fit.growth == Growth.UNDETERMINED and rounding:
         reason = f"rounding noise, no trend a model explains ({fit.reason})"
@@ -122,7 +125,7 @@ def _choose(y: np.ndarray, linear: _Fit) -> GrowthFit:
         best = max(richer, key=lambda f: f.r2)
     others = ", ".join(f"{f.growth} R2={f.r2:.3f}" for f in fits if f is not None and f is not best)
     if best.r2 < FIT_R2:
-        reason = f"too short to tell: no model fits (best {best.growth} R2={best.r2:.3f}; {others})"
+        reason = f"no model fits (best {best.growth} R2={best.r2:.3f}; {others})"
         return GrowthFit(Growth.UNDETERMINED, r2=best.r2, reason=reason)
     reason = f"R2={best.r2:.3f} ({others})"
     rate, level, *at = best.params

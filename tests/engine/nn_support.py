@@ -17,8 +17,8 @@ def import_torch(torch_module: torch.nn.Module, engine_module, remap=()):
     """`engine_module` with `torch_module`'s weights, through safetensors bytes and burn's
     adapter plus the registered sequence rules; asserts nothing was left over."""
     model, result = import_torch_weights(torch_module, engine_module, remap)
-    assert result.errors == (), result.errors
-    assert result.missing == (), result.missing
+    assert result.errors == [], result.errors
+    assert result.missing == [], result.missing
     return model, result
 
 

@@ -370,7 +370,7 @@ def test_burn_bilstm_bidirectional():
 def test_importer_maps_packed_lstm_tensors_and_reports_leftovers():
     ref = torch.nn.LSTM(2, 3, batch_first=True)
     lstm, result = import_torch(ref, LstmConfig(2, 3, True).init(AD))
-    assert len(result.applied) == 16 and result.unused == ()
+    assert len(result.applied) == 16 and result.unused == []
     h = 3
     # weight_ih_l0 chunk 2 (g) is burn's cell_gate, chunk 3 (o) the output_gate, transposed.
     np.testing.assert_array_equal(
@@ -392,8 +392,8 @@ def test_importer_maps_packed_lstm_tensors_and_reports_leftovers():
         PyTorchToBurnAdapter()
     )
     _, result = store.apply_to(LstmConfig(2, 3, True).init(AD))
-    assert result.unused == ("bias_hh_l1", "bias_ih_l1", "weight_hh_l1", "weight_ih_l1")
-    assert result.missing == ()
+    assert result.unused == ["bias_hh_l1", "bias_ih_l1", "weight_hh_l1", "weight_ih_l1"]
+    assert result.missing == []
 
 
 def test_rnn_configs_have_burn_defaults():

@@ -33,7 +33,7 @@ from harness.engine.store.apply_result import DTypeMismatch, LoadError, ShapeMis
 
 AD = Device.flex().autodiff()
 PLAIN = Device.flex()
-APPLIED = ("fc1.weight", "fc1.bias", "norm.gamma", "norm.beta", "fc2.weight", "fc2.bias")
+APPLIED = ["fc1.weight", "fc1.bias", "norm.gamma", "norm.beta", "fc2.weight", "fc2.bias"]
 
 
 class TorchNet(torch.nn.Module):
@@ -100,9 +100,9 @@ def test_a_torch_model_loads_and_agrees(tmp_path, fmt):
     assert value(model.norm.beta).tobytes() == net.norm.bias.detach().numpy().tobytes()
     assert value(model.fc2.bias).tobytes() == net.fc2.bias.detach().numpy().tobytes()
     assert result.applied == APPLIED
-    assert result.missing == () and result.errors == () and result.skipped == ()
+    assert result.missing == [] and result.errors == [] and result.skipped == []
     # burn lists the keys a norm's params were found under (alternative names) as unused.
-    assert result.unused == ("norm.bias", "norm.weight")
+    assert result.unused == ["norm.bias", "norm.weight"]
 
 
 def test_ids_device_and_grad_flags_are_the_targets_and_the_target_is_untouched(tmp_path):
@@ -149,14 +149,14 @@ def test_missing_and_unused_keys_against_torch(tmp_path):
     model, result = store.allow_partial(True).apply_to(target)
     torch_result = TorchPartial().load_state_dict(net.state_dict(), strict=False)
 
-    assert result.missing == (
+    assert result.missing == [
         ("head.bias", "Struct:Partial.Struct:Linear"),
         ("head.weight", "Struct:Partial.Struct:Linear"),
-    )
+    ]
     assert result.missing_paths() == sorted(torch_result.missing_keys)
-    assert result.unused == ("fc2.bias", "fc2.weight", "norm.bias", "norm.weight")
+    assert result.unused == ["fc2.bias", "fc2.weight", "norm.bias", "norm.weight"]
     assert set(result.unused) - set(torch_result.unexpected_keys) == {"norm.bias", "norm.weight"}
-    assert result.applied == ("fc1.weight", "fc1.bias", "norm.gamma", "norm.beta")
+    assert result.applied == ["fc1.weight", "fc1.bias", "norm.gamma", "norm.beta"]
     assert np.array_equal(value(model.head.weight), head_before)
 
     with pytest.raises(PytorchStoreError) as err:
@@ -181,11 +181,11 @@ def test_shape_mismatch_is_an_error_and_keeps_the_param(tmp_path):
     )
     target = Net(d_out=5)
     model, result = store.validate(False).apply_to(target)
-    assert result.errors == (
+    assert result.errors == [
         ShapeMismatch("fc2.weight", (8, 5), (8, 3)),
         ShapeMismatch("fc2.bias", (5,), (3,)),
-    )
-    assert result.missing == ()  # found but wrong: an error, not missing (burn)
+    ]
+    assert result.missing == []  # found but wrong: an error, not missing (burn)
     assert result.applied == APPLIED[:4]
     assert np.array_equal(value(model.fc2.weight), value(target.fc2.weight))
 
@@ -200,8 +200,8 @@ def test_keys_renamed_by_regex(tmp_path):
     torch.save(renamed, path)
     store = PytorchStore.from_file(path)
     _, result = store.allow_partial(True).apply_to(Net())
-    assert result.applied == () and len(result.missing) == 6
-    assert result.unused == tuple(sorted(renamed))
+    assert result.applied == [] and len(result.missing) == 6
+    assert result.unused == sorted(renamed)
     remapped = store.with_key_remapping(r"^encoder\.layer(\d)\.", "fc$1.").with_key_remapping(
         r"^encoder\.ln\.", "norm."
     )
@@ -256,11 +256,11 @@ def test_sequential_gaps_are_closed_by_contiguous_indices(tmp_path):
     assert keys[:2] == ["layers.0.bias", "layers.0.weight"]
     assert "layers.1.gamma" not in keys and "layers.1.weight" in keys
     model, result = store.apply_to(Seq())
-    assert result.applied == tuple(
+    assert result.applied == [
         f"layers.{i}.{name}"
         for i, names in enumerate([("weight", "bias"), ("gamma", "beta"), ("weight", "bias")])
         for name in names
-    )
+    ]
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
     want = net(torch.from_numpy(x)).detach().numpy()
     np.testing.assert_allclose(forward(model, x), want, atol=1e-6, rtol=0)
@@ -278,9 +278,9 @@ def test_filter_skips_and_keeps_values(tmp_path):
     store = write(tmp_path, torch_net(), "pt").with_regex(r"^fc1\.")
     target = Net()
     model, result = store.apply_to(target)
-    assert result.applied == ("fc1.weight", "fc1.bias")
-    assert result.skipped == ("fc2.bias", "fc2.weight", "norm.beta", "norm.gamma")
-    assert result.missing == ()
+    assert result.applied == ["fc1.weight", "fc1.bias"]
+    assert result.skipped == ["fc2.bias", "fc2.weight", "norm.beta", "norm.gamma"]
+    assert result.missing == []
     assert np.array_equal(value(model.fc2.weight), value(target.fc2.weight))
 
 
@@ -311,7 +311,7 @@ def test_integer_data_for_a_float_param_is_a_dtype_mismatch(tmp_path):
     path = tmp_path / "ints.pt"
     torch.save(state, path)
     _, result = PytorchStore.from_file(path).validate(False).apply_to(Net())
-    assert result.errors == (DTypeMismatch("fc1.bias", "float32", "int64"),)
+    assert result.errors == [DTypeMismatch("fc1.bias", "float32", "int64")]
     assert str(result.errors[0]) == "DType mismatch for 'fc1.bias': expected float32, found int64"
 
 
@@ -322,11 +322,11 @@ def test_integer_params_take_int64_and_refuse_what_int64_cannot_hold():
 
     small = TensorSnapshot.from_data(np.array([7, 9], np.uint8), ["count"])
     model, result = apply(Counter(), [small])
-    assert result.applied == ("count",) and model.count.val().tolist() == [7, 9]
+    assert result.applied == ["count"] and model.count.val().tolist() == [7, 9]
     assert str(model.count.val().dtype) == "int64"
     huge = TensorSnapshot.from_data(np.array([1, 2**63], np.uint64), ["count"])
     _, result = apply(Counter(), [huge])
-    assert result.errors == (LoadError("count", "uint64 values above the int64 range"),)
+    assert result.errors == [LoadError("count", "uint64 values above the int64 range")]
 
 
 def test_a_failing_read_is_a_load_error(tmp_path):
@@ -334,9 +334,9 @@ def test_a_failing_read_is_a_load_error(tmp_path):
     state = store.get_all_snapshots()
     state["fc2.bias"] = state["fc1.bias"].map_data(lambda a: a.reshape(2, 4)).with_path("fc2.bias")
     _, result = apply(Net(), state.values(), adapter=PyTorchToBurnAdapter())
-    assert result.errors == (
+    assert result.errors == [
         LoadError(
             "fc2.bias",
             "Failed to load tensor data: fc2.bias: data has shape [2, 4], the snapshot says [8]",
         ),
-    )
+    ]

@@ -66,13 +66,13 @@ def test_batch_norm_loads_by_its_type_name(tmp_path):
     bn(torch.randn(8, 3))  # training mode: running statistics move off their defaults
     store = _save(tmp_path, {f"norm.{k}": v for k, v in bn.state_dict().items()})
     model, result = store.apply_to(Holder(BatchNorm(3)))
-    assert result.applied == (
+    assert result.applied == [
         "norm.gamma",
         "norm.beta",
         "norm.running_mean",
         "norm.running_var",
-    )
-    assert result.unused == ("norm.bias", "norm.num_batches_tracked", "norm.weight")
+    ]
+    assert result.unused == ["norm.bias", "norm.num_batches_tracked", "norm.weight"]
     for burn, torch_name in [("gamma", "weight"), ("beta", "bias"), ("running_var",) * 2]:
         got = getattr(model.norm, burn).val().numpy()
         assert got.tobytes() == getattr(bn, torch_name).detach().numpy().tobytes()
@@ -83,7 +83,7 @@ def test_instance_norm_is_not_renamed_because_burn_omits_it(tmp_path):
     store = _save(tmp_path, {f"norm.{k}": v for k, v in norm.state_dict().items()})
     _, result = store.allow_partial(True).apply_to(Holder(InstanceNorm(3)))
     assert result.missing_paths() == ["norm.beta", "norm.gamma"]
-    assert result.unused == ("norm.bias", "norm.weight")
+    assert result.unused == ["norm.bias", "norm.weight"]
 
 
 def test_a_registered_rule_applies_to_modules_of_that_name(tmp_path, monkeypatch):
@@ -92,7 +92,7 @@ def test_a_registered_rule_applies_to_modules_of_that_name(tmp_path, monkeypatch
         PYTORCH_TO_BURN_RULES, "Struct:InstanceNorm", PyTorchRule({"weight": "gamma"})
     )
     model, result = store.allow_partial(True).apply_to(Holder(InstanceNorm(3)))
-    assert result.applied == ("norm.gamma",)
+    assert result.applied == ["norm.gamma"]
     assert result.missing_paths() == ["norm.beta"]
     assert model.norm.gamma.val().numpy().tolist() == [2.0, 2.0, 2.0]
 
@@ -141,13 +141,13 @@ def test_unpack_splits_a_packed_tensor_before_matching(tmp_path):
     rules = {**PYTORCH_TO_BURN_RULES, "Struct:Packed": PyTorchRule(unpack=_unpack)}
     store = SafetensorsStore.from_file(path).with_from_adapter(PyTorchToBurnAdapter(rules))
     model, result = store.apply_to(Outer())
-    assert result.applied == (
+    assert result.applied == [
         "block.first.weight",
         "block.first.bias",
         "block.second.weight",
         "block.second.bias",
-    )
-    assert result.unused == () and result.missing == ()
+    ]
+    assert result.unused == [] and result.missing == []
     x = np.random.default_rng(2).standard_normal((5, 3)).astype(np.float32)
     engine = np.concatenate(
         [
@@ -164,7 +164,7 @@ def test_unpack_splits_a_packed_tensor_before_matching(tmp_path):
         .allow_partial(True)
         .apply_to(Outer())
     )
-    assert plain.applied == () and plain.unused == ("block.proj.bias", "block.proj.weight")
+    assert plain.applied == [] and plain.unused == ["block.proj.bias", "block.proj.weight"]
 
 
 def test_split_snapshot_refuses_uneven_parts():

@@ -311,3 +311,16 @@ def test_apply_result_summary():
     assert "    m" in text and "    u9" in text and "    u10" not in text
     assert text[-1] == "    ... and 2 more"
     assert not ApplyResult(errors=(LoadError("p", "x"),)).is_success()
+
+
+def test_apply_result_fields_are_lists_as_burns_vecs():
+    """burn's `ApplyResult` fields are `Vec`s (apply_result.rs): a complete load compares equal
+    to `[]`, and tuples given to the constructor become lists."""
+    empty = ApplyResult()
+    assert empty.applied == [] and empty.missing == [] and empty.unused == []
+    assert empty.skipped == [] and empty.errors == []
+    given = ApplyResult(applied=("a", "b"), missing=(("m", "Struct:M"),))
+    assert given.applied == ["a", "b"] and given.missing == [("m", "Struct:M")]
+    assert ApplyResult().applied is not empty.applied  # no list shared between results
+    with pytest.raises(AttributeError):
+        given.applied = []  # frozen: the fields cannot be rebound

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 from harness.engine import Device, DTypeMismatchError, ShapeError, Tensor
 
@@ -280,3 +281,50 @@ def test_numpy_asarray_gives_the_values_read_only():
     assert arr.tolist() == [1.0, 2.0]
     assert not arr.flags.writeable
     assert np.asarray(t, dtype=np.float64).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "shape"),
+    [(0, 3, [120]), (1, 2, [2, 12, 5]), (0, 2, [24, 5]), (1, 3, [2, 60]), (-3, -1, [2, 60])],
+)
+def test_flatten_shapes_are_burns(start, end, shape):
+    """burn's vectors: crates/burn-backend-tests/tests/tensor/float/ops/flatten.rs
+    (`should_flatten_to_1d`, `_middle`, `_begin`, `_end`, `_end_negative_indices`)."""
+    assert Tensor.ones([2, 3, 4, 5], AD).flatten(start, end).shape == tuple(shape)
+
+
+@pytest.mark.parametrize(
+    ("shape", "start", "end"),
+    [
+        ((2, 3, 4, 5), 0, -1),
+        ((2, 3, 4, 5), 2, 2),
+        ((2, 3, 4, 5), -4, 1),
+        ((2, 0, 3), 0, 1),
+        ((3,), 0, 0),
+        ((), 0, -1),
+    ],
+)
+def test_flatten_is_torch_flatten(shape, start, end):
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    got = Tensor.from_numpy(x, AD).flatten(start, end).numpy()
+    want = torch.flatten(torch.from_numpy(x), start, end).numpy()
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+def test_flatten_refuses_what_burn_refuses():
+    """burn's `TensorCheck::flatten` panics for a start after the end (`should_flatten_panic`)
+    and an end past the rank; torch.flatten raises for both too."""
+    t = Tensor.ones([2, 3, 4, 5], AD)
+    with pytest.raises(ShapeError) as err:
+        t.flatten(2, 0)
+    assert str(err.value) == (
+        "flatten: the start dim (2) must be smaller than or equal to the end dim (0)"
+    )
+    with pytest.raises(ShapeError, match=r"^flatten: the start dim \(3\) .* end dim \(1\)$"):
+        t.flatten(-1, 1)  # compared after wrapping, as burn's `try_dim_index` does
+    with pytest.raises(RuntimeError):
+        torch.flatten(torch.ones(2, 3, 4, 5), 2, 0)
+    with pytest.raises(ShapeError, match=r"^flatten: dim 4 out of range for a tensor of rank 4$"):
+        t.flatten(0, 4)
+    with pytest.raises(IndexError):
+        torch.flatten(torch.ones(2, 3, 4, 5), 0, 4)

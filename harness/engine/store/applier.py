@@ -119,11 +119,11 @@ class Applier:
         settled = set(self.applied) | self.skipped | {e.path for e in self.errors}
         missing = sorted((p, c) for p, c in self.visited.items() if p not in settled)
         return ApplyResult(
-            applied=tuple(self.applied),
-            skipped=tuple(sorted(self.skipped)),
-            missing=tuple(missing),
-            unused=tuple(unused),
-            errors=tuple(self.errors),
+            applied=self.applied,
+            skipped=sorted(self.skipped),
+            missing=missing,
+            unused=unused,
+            errors=self.errors,
         )
 
     def _load(self, target: _Target) -> Param:

@@ -7,7 +7,7 @@ error texts are burn's. Shapes print as `[3, 8]`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 from ..kernels._common import fmt
 
@@ -98,13 +98,22 @@ class ApplyResult:
     values were applied (crates/burn-store/src/applier.rs, `into_result`; its test
     `normalization_renaming_with_adapter` asserts only that nothing is missing). PyTorch's
     `load_state_dict(strict=False)` reports no such key among its `unexpected_keys`.
+
+    The five fields are lists, as burn's are `Vec`s, so `result.missing == []` holds for a
+    complete load; whatever sequence the constructor gets is copied into a new list. The
+    dataclass is frozen (no field can be rebound), but the lists themselves are the caller's
+    to keep or change, as a returned `Vec` is in Rust.
     """
 
-    applied: tuple[str, ...] = ()
-    skipped: tuple[str, ...] = ()
-    missing: tuple[tuple[str, str], ...] = ()
-    unused: tuple[str, ...] = ()
-    errors: tuple[ApplyError, ...] = ()
+    applied: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    missing: list[tuple[str, str]] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+    errors: list[ApplyError] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, list(getattr(self, f.name)))
 
     def is_success(self) -> bool:
         """True when there is no error (missing tensors are not errors)."""
@@ -125,7 +134,7 @@ class ApplyResult:
         ]
         for title, items in (
             ("Missing tensors (requested by the module, not in the source)", self.missing_paths()),
-            ("Unused tensors (in the source, not used by the module)", list(self.unused)),
+            ("Unused tensors (in the source, not used by the module)", self.unused),
             ("Errors", [str(e) for e in self.errors]),
         ):
             if items:
