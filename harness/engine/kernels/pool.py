@@ -24,7 +24,7 @@ Differences from PyTorch (burn's behaviour kept), each noted where it applies:
   mode's clipped last windows, where burn's gradient is not the forward's derivative (flex
   `avg_pool3d_backward_impl`: `kernel_volume`; `avg_pool3d_impl`: `pad_count`). PyTorch's
   backward, and burn-ndarray's `avg_pool2d_backward`, use the forward's divisor; the engine
-  follows flex, burn's default CPU backend (tests/engine/test_pool_gradcheck.py pins both).
+  follows flex, the backend it reproduces (tests/engine/test_pool_gradcheck.py pins both).
 Ties in max pool go to the first maximum in row-major window order in both burn and PyTorch.
 """
 
