@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: install example-venv compare test test-slow emulated-cpus golden bench report lint format ops fuzz clean
+.PHONY: install example-venv compare test test-slow emulated-cpus golden bench report lint format ops api fuzz clean
 
 install: $(STAMP)
 
@@ -82,6 +82,12 @@ bench: install
 ops: install
 	mkdir -p out
 	$(BIN)/python -m harness.ops $(ARGS)
+
+# burn's API against the engine's, from the committed harness/ops/burn_api.json (no burn
+# snapshot needed). Regenerate that file from a burn git directory at the pinned commit:
+#   .venv/bin/python -m harness.ops.burn_api extract <burn git dir>
+api: install
+	$(BIN)/python -m harness.ops.burn_api report $(ARGS)
 
 fuzz: install
 	$(BIN)/python -m harness.ops.fuzz --examples 5000 $(ARGS)

@@ -9,4 +9,6 @@ and the float64 third opinion. The per-op facts all come from the primitives' re
 - `fuzz`: Hypothesis-drawn programs over the op set (`python -m harness.ops.fuzz`).
 - `opinion`: which side is closer to float64 when float32 results disagree.
 - `inject`: flip a backward rule's sign for a while (to show the checks catch it).
+- `burn_api`: burn's public API names (read from its source into burn_api.json) against the
+  engine's: present, left out with a reason (burn_api_reasons.toml) or missing (`make api`).
 """

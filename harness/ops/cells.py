@@ -165,7 +165,7 @@ def _as_tuple(out) -> tuple:
     return tuple(out) if isinstance(out, tuple | list) else (out,)
 
 
-def _cotangents(outputs: Sequence[np.ndarray], key: str) -> list[np.ndarray | None]:
+def cotangents(outputs: Sequence[np.ndarray], key: str) -> list[np.ndarray | None]:
     """One seeded normal cotangent per float output (None for bool/int outputs).
 
     Values are rounded to float32 first, so a float32 cell and its float64 third opinion use
@@ -205,7 +205,7 @@ def run_engine(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) -
         run.outputs = [np.array(o.numpy()) for o in outs]
         run.raw_shapes = [o.shape for o in run.outputs]
         loss = None
-        for out, cot in zip(outs, _cotangents(run.outputs, key), strict=True):
+        for out, cot in zip(outs, cotangents(run.outputs, key), strict=True):
             if cot is not None:
                 term = _seeded(out, Tensor.from_numpy(cot, DEVICE), p.op)
                 loss = term if loss is None else loss + term
@@ -237,8 +237,8 @@ def run_torch(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) ->
         run.raw_shapes = [tuple(o.shape) for o in raw]
         outs = [fns.layout(o) for o in raw]
         run.outputs = [o.detach().numpy().copy() for o in outs]
-        # Each cotangent already has its output's dtype (`_cotangents` reads run.outputs).
-        cots = _cotangents(run.outputs, key)
+        # Each cotangent already has its output's dtype (`cotangents` reads run.outputs).
+        cots = cotangents(run.outputs, key)
         diff_outs = [
             (o, c) for o, c in zip(outs, cots, strict=True) if c is not None and o.requires_grad
         ]

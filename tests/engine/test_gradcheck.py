@@ -1,13 +1,18 @@
-"""Every differentiable op, checked three ways over a shape menu:
+"""Every differentiable op, checked three ways:
 
-- the engine's vector-Jacobian product against central finite differences in float64, with a
-  seeded random cotangent `c` (the gradient of `sum(f(x) * c)`, not of `sum(f(x))`);
-- forward values and VJPs against PyTorch, in float32 and float64;
+- every check of the op matrix's registry (harness/engine/ops/: each primitive's `Check`s and
+  the composites'), its engine VJP against central finite differences of the engine's own
+  forward in float64, on every non-empty shape of its menu (`test_registry_vjp_...`, below);
+  new registrations are covered without a line here;
+- the spellings and compositions of `OPS` (operators, reflected scalars, layers built from
+  primitives): the VJP against finite differences, forward and VJP against PyTorch in
+  float32 and float64, with a seeded random cotangent `c` (the gradient of `sum(f(x) * c)`);
 - at kinks (where finite differences are not valid) the documented subgradient, exactly.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,8 +21,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness.engine import Device, Tensor, module_ops
+from harness.engine import PRIMITIVES, Device, Tensor, module_ops
 from harness.engine.errors import ShapeError
+from harness.ops import cells
+from harness.ops.registry import PAIRS, OpPair, ShapeCase
 
 PLAIN = Device.flex()
 AD = Device.flex().autodiff()
@@ -283,6 +290,150 @@ def test_forward_and_vjp_match_torch(op, shapes, dtype):
     for g, tx in zip(grads, txs, strict=True):
         assert g.dtype == dtype
         np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=rtol * 10, atol=atol * 10)
+
+
+# --- every registered check: the VJP against finite differences of its own forward -----------
+#
+# At a random point x of the check's input domains (its "random" value set, in float64, with
+# the matrix's own cotangents c), for each element j of each float input: the central
+# difference (L(x + h e_j) - L(x - h e_j)) / 2h of L = sum(c * out) (outputs that are not
+# finite at x, such as a ceil-mode max-pool window without input, left out: constant, no
+# gradient) against the engine's VJP, with h = 1e-6 * max(1, |x_j|).
+#
+# Tolerance, per element: rounding + truncation.
+# - Rounding: each L is exact to about eps * S, S = sum |c * out| and eps the outputs' machine
+#   epsilon (2.2e-16 in float64; larger for a cast to float32), so the difference quotient to
+#   eps * S / h: `FD_ROUNDING` = 4 of those (the worst element over the registry measured 0.75).
+# - Truncation: h^2 |d3L/dx_j^3| / 6 ~ 1e-12 |d3L|, within `FD_RTOL` = 1e-6 of the VJP while
+#   the third derivative stays below 6e6 times the first (the registry's functions on their
+#   domains, |x| <= 2, are far inside that). burn's div_scalar backward multiplies by a
+#   float32 reciprocal (6e-8 relative, pinned exactly by
+#   test_div_scalar_backward_uses_the_f32_reciprocal_like_burn) falls inside it too.
+# Kinks: at the random point no element lies within `KINK_MARGIN` (10 of the largest steps) of
+# one of the check's kink values (relu, abs, clamp...) or of another float input element
+# (ties: max, max_pair, pools); the "grid" domain (small integers, to make ties) is drawn
+# continuous here.
+
+FD_STEP = 1e-6
+FD_ROUNDING = 4.0
+FD_RTOL = 1e-6
+KINK_MARGIN = 10 * FD_STEP * 2  # the largest step: |x| <= 2 in every domain
+
+
+def _without_gradient(p: OpPair) -> str:
+    """Why a check has no VJP to check (a fact of its registration), or ""."""
+    if not p.float_inputs:
+        return "no float input"
+    op = PRIMITIVES.get(p.op)
+    if op is not None and op.backward is None:
+        return f"untracked: {op.untracked}"
+    return ""
+
+
+FD_CASES = [
+    pytest.param(p, case, id=f"{p.name}-{case.id}")
+    for p in PAIRS
+    if not _without_gradient(p)
+    for case in p.shapes
+    if all(np.prod(s) > 0 for s in case.shapes)
+]
+
+
+def _continuous(p: OpPair) -> OpPair:
+    inputs = tuple(
+        dataclasses.replace(i, domain="any") if i.domain == "grid" else i for i in p.inputs
+    )
+    return dataclasses.replace(p, inputs=inputs)
+
+
+def _near_kinks(p: OpPair, arrays: dict[str, np.ndarray]) -> bool:
+    values = np.concatenate([arrays[n].ravel() for n in p.float_inputs])
+    gaps = np.diff(np.sort(values))
+    if gaps.size and gaps.min() < KINK_MARGIN:
+        return True
+    kinks = np.asarray(p.kinks if p.kinks is not None else (), dtype=np.float64)
+    return bool(kinks.size and np.min(np.abs(values[:, None] - kinks[None, :])) < KINK_MARGIN)
+
+
+def _point(p: OpPair, case: ShapeCase, key: str) -> dict[str, np.ndarray]:
+    """The check's random inputs in float64, redrawn until they are away from kinks."""
+    rng = cells.cell_rng(key)
+    for _ in range(50):
+        arrays = cells.make_inputs(_continuous(p), case, "random", "float64", rng)
+        if not _near_kinks(p, arrays):
+            return arrays
+    raise AssertionError(f"{key}: no draw away from kinks in 50 tries")
+
+
+def _loss(p: OpPair, cots, masks):
+    fn = cells.compile_pair(p, "float64").engine
+
+    def loss(values: dict[str, np.ndarray]) -> float:
+        # On the autodiff device, where the VJP ran (the plain device checks some arguments
+        # more strictly: clamp with min > max).
+        outs = fn(**{k: Tensor.from_numpy(v, cells.DEVICE) for k, v in values.items()})
+        outs = outs if isinstance(outs, tuple | list) else (outs,)
+        terms = [
+            np.sum(np.where(m, o.numpy() * c, 0.0))
+            for o, c, m in zip(outs, cots, masks, strict=True)
+            if c is not None
+        ]
+        return float(np.sum(terms))
+
+    return loss
+
+
+def _central_differences(loss, arrays: dict[str, np.ndarray], name: str):
+    """d loss / d arrays[name], element by element, and the steps taken."""
+    x = arrays[name]
+    steps = FD_STEP * np.maximum(1.0, np.abs(x))
+    fd = np.zeros_like(x)
+    for j in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[j] += steps[j]
+        down[j] -= steps[j]
+        fd[j] = (loss({**arrays, name: up}) - loss({**arrays, name: down})) / (2 * steps[j])
+    return fd, steps
+
+
+@pytest.mark.parametrize(("p", "case"), FD_CASES)
+def test_registry_vjp_matches_finite_differences_of_its_own_forward(p, case):
+    key = f"{p.name}/float64/{case.id}/fd"
+    arrays = _point(p, case, key)
+    with np.errstate(invalid="ignore"):  # the seed's -inf * c of an empty max-pool window
+        run = cells.run_engine(p, "float64", arrays, key)
+    assert run.error is None, run.error
+    cots = cells.cotangents(run.outputs, key)
+    masks = [np.isfinite(o) for o in run.outputs]
+    floats = [(o, c, m) for o, c, m in zip(run.outputs, cots, masks, strict=True) if c is not None]
+    scale = sum(float(np.sum(np.abs(np.where(m, o * c, 0.0)))) for o, c, m in floats)
+    eps = max(np.finfo(o.dtype).eps for o, _, _ in floats)
+    loss = _loss(p, cots, masks)
+    for name in p.float_inputs:
+        fd, steps = _central_differences(loss, arrays, name)
+        vjp = run.grads[name] if run.grads[name] is not None else np.zeros_like(fd)
+        tol = FD_ROUNDING * eps * scale / steps + FD_RTOL * np.abs(vjp)
+        within = np.abs(vjp - fd) <= tol
+        if p.not_derivative is not None:  # burn's rule, declared: still differs, as stated
+            assert not within.all(), f"vjp.{name}: declared not the derivative, but it is"
+            assert p.not_derivative.condition.test(fd, vjp), p.not_derivative.condition.text
+            continue
+        flat = int(np.argmax(np.abs(vjp - fd) - tol))
+        worst = tuple(int(i) for i in np.unravel_index(flat, fd.shape))
+        assert within.all(), (
+            f"vjp.{name}{list(worst)}: engine {vjp[worst]!r}, finite differences {fd[worst]!r}, "
+            f"tolerance {tol[worst]:.3g}; {int((~within).sum())} of {fd.size} elements off"
+        )
+
+
+def test_every_registered_check_is_finite_differenced_or_has_no_gradient_by_its_facts():
+    """The checks left out of the test above, each with the fact that leaves it out."""
+    left_out = {p.name: why for p in PAIRS if (why := _without_gradient(p))}
+    checked = {p.name for p in PAIRS} - set(left_out)
+    assert checked == {c.values[0].name for c in FD_CASES}  # each has a non-empty shape
+    assert {"exp", "avg_pool1d[clipped]", "conv2d", "max_pair", "silu"} <= checked
+    assert {"argmax", "equal", "bool_not", "int"} <= set(left_out)
+    print(f"{len(checked)} checks finite-differenced, {len(left_out)} without a gradient")
 
 
 # --- kinks: the documented subgradient, exactly ------------------------------------------------

@@ -21,7 +21,10 @@ Differences from PyTorch (burn's behaviour kept), each noted where it applies:
   one, so a NaN wins only as the first element; PyTorch's CPU kernel takes every NaN;
 - average pool backward with `count_include_pad` divides by the whole kernel size, where the
   forward divided by the part of the window inside the padded input: they differ for ceil
-  mode's clipped last windows, where burn's gradient is not the forward's derivative.
+  mode's clipped last windows, where burn's gradient is not the forward's derivative (flex
+  `avg_pool3d_backward_impl`: `kernel_volume`; `avg_pool3d_impl`: `pad_count`). PyTorch's
+  backward, and burn-ndarray's `avg_pool2d_backward`, use the forward's divisor; the engine
+  follows flex, the backend it reproduces (tests/engine/test_pool_gradcheck.py pins both).
 Ties in max pool go to the first maximum in row-major window order in both burn and PyTorch.
 """
 

@@ -158,6 +158,19 @@ class Rounding:
     reason: str
 
 
+@dataclass(frozen=True)
+class NotDerivative:
+    """burn's backward rule is not the derivative of burn's own forward for this check, and
+    the engine keeps burn's rule: `reason` says where and why (citing burn), `condition`
+    relates the two there, `test(finite differences of the engine's forward, the engine's
+    VJP)`, so that the declaration cannot hide another defect. Read by the float64
+    finite-difference test of every check (tests/engine/test_gradcheck.py); the difference
+    from PyTorch that follows from it is a `Diverges` of its own."""
+
+    reason: str
+    condition: Condition
+
+
 # ---- the fuzzer's view: a shape and an interval holding every element ------------------------
 
 
@@ -249,7 +262,8 @@ class Check:
     one under test). `kinks` are values put into the first float input for the "kinks" value set
     (None: no kink worth a cell); `specials=False` skips NaN/inf/-0.0/subnormal inputs where
     they are meaningless (float -> int truncation is undefined for NaN). `fuzz` says how the
-    fuzzer draws the op (None: it does not).
+    fuzzer draws the op (None: it does not). `not_derivative` declares that burn's VJP is not
+    the derivative of its forward here (None: it is, and finite differences check it).
     """
 
     name: str
@@ -265,6 +279,7 @@ class Check:
     diverges: tuple[Diverges, ...] = ()
     rounding: Rounding | None = None
     fuzz: FuzzElementwise | FuzzBinary | FuzzStructural | None = None
+    not_derivative: NotDerivative | None = None
     op: str = ""
 
     @property

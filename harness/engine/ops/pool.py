@@ -16,7 +16,10 @@ ones its cells reach:
   NaN wins only as the first element; PyTorch's CPU kernel takes every NaN.
 - average pool backward with `count_include_pad` divides a ceil-mode window clipped by the
   end of the padded input by the whole kernel size, where the forward (and PyTorch's
-  gradient) divide by the part inside: burn's gradient is not its forward's derivative there.
+  gradient) divide by the part inside: burn's gradient is not its forward's derivative there
+  (declared per check as `NotDerivative`, read by the float64 finite-difference test). This
+  is burn-flex's rule (`avg_pool3d_backward_impl`), the backend the engine follows;
+  burn-ndarray's `avg_pool2d_backward` divides by the forward's count and is consistent.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import numpy as np
 
 from .. import kernels
 from .base import Array, Grad, SavedShape, Tracked, differentiable
-from .facts import INDEX, TIE_KINKS, Check, Condition, Diverges, Input, menu
+from .facts import INDEX, TIE_KINKS, Check, Condition, Diverges, Input, NotDerivative, menu
 
 _X2D = menu(("b2-c3-5x5", [(2, 3, 5, 5)]), ("empty", [(0, 3, 5, 5)]))
 _X1D = menu(("b2-c3-l7", [(2, 3, 7)]), ("empty", [(0, 3, 7)]))
@@ -46,8 +49,39 @@ def _check(name: str, engine: str, torch: str, shapes=_X2D, **kw) -> Check:
     return Check(name, engine, torch, (Input("a"),), shapes, **kw)
 
 
-def _same_but_last_row_and_column(t, e) -> bool:
-    return t is not None and e is not None and bool(np.allclose(t[..., :-1, :-1], e[..., :-1, :-1]))
+def _same_except_last(n: int, nd: int) -> Condition:
+    """Both values agree except in the last `n` input positions of each of the `nd` spatial
+    axes: those that a ceil-mode window clipped by the end of the padded input reads."""
+    keep = (Ellipsis, *[slice(None, -n)] * nd)
+    where = "row and column" if nd == 2 else "positions"
+    last = "last" if n == 1 else f"last {n}"
+    return Condition.whole(
+        f"differs only in the {last} input {where}",
+        lambda t, e: t is not None and e is not None and bool(np.allclose(t[keep], e[keep])),
+    )
+
+
+def _clipped(nd: int, n: int, windows: str) -> tuple[Diverges, NotDerivative]:
+    """The two declarations of an avg pool whose ceil-mode last window is clipped by the end
+    of the padded input (`windows` names it), with `count_include_pad`: burn's backward
+    divides that window's gradient by the whole kernel size (flex `avg_pool3d_backward_impl`:
+    `kernel_volume`), its forward by the window's positions inside the padded input
+    (`avg_pool3d_impl`: `pad_count`, from `padded_len_avgpool`), as PyTorch does both ways."""
+    same = _same_except_last(n, nd)
+    torch_side = Diverges(
+        "*/*/*/vjp.a",
+        f"ceil-mode window clipped by the end of the padded input ({windows}): burn's "
+        "backward divides by the kernel size, its forward and torch by the clipped count "
+        "(harness.engine.kernels.pool)",
+        same,
+    )
+    own_forward = NotDerivative(
+        f"burn-flex's avg_pool3d_backward_impl divides the clipped ceil-mode window ({windows}) "
+        "by the kernel size, avg_pool3d_impl divided it by its positions inside the padded "
+        "input (commit 2c06be35; burn-ndarray's avg_pool2d_backward uses the forward's count)",
+        same,
+    )
+    return torch_side, own_forward
 
 
 _NAN_FIRST_ONLY = Condition.only_where(
@@ -148,6 +182,14 @@ MAX_POOL1D = differentiable(
 # ---- average pools --------------------------------------------------------------------------
 
 
+# 6x6, kernel 3, stride 2, padding 1: the last window covers padded rows 6..8 of 0..7, so 2
+# positions inside the padded input (1 input row) against the kernel's 3.
+_CLIPPED_2D = _clipped(2, 1, "6x6, kernel 3, stride 2, padding 1: 2 of 3 positions")
+# The reported case (issue 23): length 9, kernel 7, stride 3, padding 3: the last window
+# covers padded positions 9..15 of 0..14, 6 of them inside (the last 3 input positions).
+_CLIPPED_1D = _clipped(1, 3, "length 9, kernel 7, stride 3, padding 3: 6 of 7 positions")
+
+
 @dataclass(slots=True)
 class SavedWindow:
     x_shape: tuple[int, ...]
@@ -204,18 +246,8 @@ AVG_POOL2D = differentiable(
             "module_ops.avg_pool2d({a}, (3, 3), (2, 2), (1, 1), True, True)",
             "torch.nn.functional.avg_pool2d({a}, 3, 2, 1, ceil_mode=True)",
             menu(("b1-c2-6x6", [(1, 2, 6, 6)])),
-            diverges=(
-                Diverges(
-                    "*/*/*/vjp.a",
-                    "ceil-mode window clipped by the end of the padded input: burn's backward "
-                    "divides by the kernel size, its forward and torch by the clipped count "
-                    "(harness.engine.kernels.pool)",
-                    Condition.whole(
-                        "differs only in the last input row and column",
-                        _same_but_last_row_and_column,
-                    ),
-                ),
-            ),
+            diverges=(_CLIPPED_2D[0],),
+            not_derivative=_CLIPPED_2D[1],
         ),
     ),
 )
@@ -241,6 +273,14 @@ AVG_POOL1D = differentiable(
             "module_ops.avg_pool1d({a}, 3, 2, 1, True)",
             "torch.nn.functional.avg_pool1d({a}, 3, 2, 1, count_include_pad=True)",
             _X1D,
+        ),
+        _check(
+            "avg_pool1d[clipped]",
+            "module_ops.avg_pool1d({a}, 7, 3, 3, True, True)",
+            "torch.nn.functional.avg_pool1d({a}, 7, 3, 3, ceil_mode=True)",
+            menu(("b1-c2-l9", [(1, 2, 9)])),
+            diverges=(_CLIPPED_1D[0],),
+            not_derivative=_CLIPPED_1D[1],
         ),
     ),
 )
