@@ -147,12 +147,14 @@ def test_stale_goldens_fail_unless_allowed_or_pruned(pytester):
     assert not stale.exists()
 
 
-def test_a_bad_setting_is_a_usage_error_in_one_line(pytester):
-    project(pytester, config=CONFIG + "threads = 0\n")
+@pytest.mark.parametrize("threads", ["0", "100000000000"])
+def test_a_bad_setting_is_a_usage_error_in_one_line(pytester, threads):
+    project(pytester, config=CONFIG + f"threads = {threads}\n")
     result = run(pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert re.search(
-        r"pyproject\.toml: tool\.conformance\.threads: must be a whole number >= 1, got 0",
+        r"pyproject\.toml: tool\.conformance\.threads: must be a whole number from 1 to 256, "
+        f"got {threads}$",
         result.stderr.str(),
     )
 
