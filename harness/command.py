@@ -402,17 +402,22 @@ def _stale_goldens(dirs: Any, prune_them: bool) -> tuple[list, list, list]:
     from harness import prune, session
     from harness.case import SIDES
 
+    pruned = prune.finish_interrupted(dirs.golden, SIDES)
     scan = session.stale_goldens(dirs)
-    pruned = prune.finish_trash(dirs.golden, scan.trash, SIDES)
     if not (scan.stale and prune_them):
         return list(scan.stale), list(scan.foreign), pruned
     deleted, changed = prune.prune(dirs.golden, scan.stale, SIDES, announce=_announce_prune)
     return [], [*scan.foreign, *changed], pruned + deleted
 
 
-def _announce_prune(files: list[Path]) -> None:
+def _announce_prune(planned: list[tuple[Path, list[Path]]]) -> None:
     """Before anything is deleted: what will be (a run killed midway has said it)."""
-    emit("\n".join(f"deleting stale golden file {path}" for path in files))
+    emit("\n".join(_deleting(folder, files) for folder, files in planned))
+
+
+def _deleting(folder: Path, files: list[Path]) -> str:
+    names = ", ".join(path.name for path in files) if files else "(empty)"
+    return f"deleting stale golden folder {folder}: {names}"
 
 
 def _fork_workers(args: argparse.Namespace, parallel: bool) -> bool:

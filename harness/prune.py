@@ -13,11 +13,12 @@ Anything else (another file, a folder, a symbolic link, a FIFO) makes the folder
 is reported and never deleted, whatever the configuration says the golden folder is. Symbolic
 links are never followed.
 
-Pruning names every file it will delete, then renames each stale folder into a trash folder
-inside the golden folder, ``.prune-<pid>`` (one atomic rename: a process killed at any moment
-leaves a stale folder either where it was, untouched, or in the trash), checks it again there
-(a file added meanwhile puts it back), and deletes the trash. The next scan finishes a trash
-folder whose process is gone. Only the standard library is imported: a prune needs no NumPy.
+Pruning names every folder and file it will delete, then renames each stale folder into a
+trash folder inside the golden folder, ``.prune-<pid>`` (one atomic rename: a process killed
+at any moment leaves a stale folder either where it was, untouched, or in the trash), checks
+it again there (a file added meanwhile puts it back), and deletes the trash. The next run
+finishes a trash folder whose process is gone (``finish_interrupted``). Only the standard
+library is imported: a prune needs no NumPy.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ class Scan:
 
     stale: tuple[Path, ...] = ()  # nothing but golden files (or empty): --prune-stale deletes
     foreign: tuple[Foreign, ...] = ()  # anything else: reported, left alone
-    trash: tuple[Path, ...] = ()  # trash of a prune that was killed: to be finished
 
 
 def golden_file_pattern(sides: Collection[str]) -> re.Pattern[str]:
@@ -71,12 +71,10 @@ def scan(golden_dir: Path, case_names: Collection[str], sides: Collection[str]) 
     if not golden_dir.is_dir():
         return Scan()
     pattern = golden_file_pattern(sides)
-    stale, foreign, trash = [], [], []
+    stale, foreign = [], []
     for entry in sorted(os.scandir(golden_dir), key=lambda e: e.name):
         path = golden_dir / entry.name
-        if entry.name.startswith(TRASH_PREFIX) and entry.is_dir(follow_symlinks=False):
-            trash.append(path)
-        elif entry.name in case_names:
+        if entry.name in case_names or _is_trash(entry):
             continue
         elif entry.is_symlink():
             foreign.append(Foreign(path, "is a symbolic link (never followed)"))
@@ -86,7 +84,11 @@ def scan(golden_dir: Path, case_names: Collection[str], sides: Collection[str]) 
                 foreign.append(Foreign(path, problem))
             else:
                 stale.append(path)
-    return Scan(tuple(stale), tuple(foreign), tuple(trash))
+    return Scan(tuple(stale), tuple(foreign))
+
+
+def _is_trash(entry: os.DirEntry) -> bool:
+    return entry.name.startswith(TRASH_PREFIX) and entry.is_dir(follow_symlinks=False)
 
 
 def not_golden(folder: Path, pattern: re.Pattern[str]) -> str | None:
@@ -115,17 +117,18 @@ def prune(
     stale: Sequence[Path],
     sides: Collection[str],
     *,
-    announce: Callable[[list[Path]], None] | None = None,
+    announce: Callable[[list[tuple[Path, list[Path]]]], None] | None = None,
 ) -> tuple[list[Path], list[Foreign]]:
     """Delete stale folders of ``golden_dir`` through its trash folder.
 
-    ``announce`` receives every file about to be deleted before anything is. Returns the
-    files deleted and the folders that changed since the scan (now foreign: left in place).
+    ``announce`` receives each folder about to be deleted with its files, before anything
+    is. Returns the files deleted and the folders that changed since the scan (now foreign:
+    left in place).
     """
     pattern = golden_file_pattern(sides)
     planned = [(folder, files_of(folder)) for folder in stale]
     if announce is not None:
-        announce([file for _, files in planned for file in files])
+        announce(planned)
     trash = Path(golden_dir) / f"{TRASH_PREFIX}{os.getpid()}"
     trash.mkdir(exist_ok=True)
     deleted, kept = [], []
@@ -147,18 +150,23 @@ def prune(
     return deleted, kept
 
 
-def finish_trash(golden_dir: Path, trash: Sequence[Path], sides: Collection[str]) -> list[Path]:
+def finish_interrupted(golden_dir: Path, sides: Collection[str]) -> list[Path]:
     """Finish the prunes that were killed: delete their trash folders (whose process is
-    gone), golden files only. Returns the files deleted, as if still in ``golden_dir``."""
+    gone), golden files only; a folder there that is not goes back. Returns the files
+    deleted, named as they were in ``golden_dir``. Run it before ``scan``."""
+    golden_dir = Path(golden_dir)
+    if not golden_dir.is_dir():
+        return []
     pattern = golden_file_pattern(sides)
     deleted = []
-    for folder in trash:
-        if _writer_alive(folder):
-            continue  # a prune running now: its own trash
-        for moved in sorted(folder.iterdir()):
+    for entry in sorted(os.scandir(golden_dir), key=lambda e: e.name):
+        trash = golden_dir / entry.name
+        if not _is_trash(entry) or _writer_alive(trash):
+            continue  # a prune running now keeps its own trash
+        for moved in sorted(trash.iterdir()):
             if _is_golden_folder(moved, pattern):
-                deleted += [Path(golden_dir) / moved.name / f.name for f in files_of(moved)]
-        empty_trash(folder, pattern)
+                deleted += [golden_dir / moved.name / f.name for f in files_of(moved)]
+        empty_trash(trash, pattern)
     return deleted
 
 

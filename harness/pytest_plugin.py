@@ -218,10 +218,10 @@ class StaleGoldens(_Item):
 
         project, config = project_of(self.config), self.config
         names = {p.stem for p in case_api.case_paths(project.cases)}
-        scan = prune.scan(project.golden, names, case_api.SIDES)
-        finished = prune.finish_trash(project.golden, scan.trash, case_api.SIDES)
+        finished = prune.finish_interrupted(project.golden, case_api.SIDES)
         if finished:
             self._note(f"pruned stale goldens of an interrupted prune: {self._list(finished)}")
+        scan = prune.scan(project.golden, names, case_api.SIDES)
         stale, foreign = list(scan.stale), list(scan.foreign)
         if stale and config.getoption("prune_stale"):
             deleted, changed = prune.prune(
@@ -256,11 +256,13 @@ class StaleGoldens(_Item):
     def _note(self, text: str) -> None:
         self.user_properties.append(("stale", text))
 
-    def _announce(self, files: list[Path]) -> None:
+    def _announce(self, planned: list[tuple[Path, list[Path]]]) -> None:
         """Before anything is deleted, on the terminal: what will be."""
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(f"deleting stale goldens: {self._list(files)}")
+            folders = self._list(folder for folder, _ in planned)
+            files = self._list(file for _, files in planned for file in files)
+            reporter.write_line(f"deleting stale goldens {folders}: {files or '(empty)'}")
 
     def reportinfo(self):
         return self.path, None, "stale goldens"
