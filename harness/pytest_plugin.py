@@ -269,8 +269,9 @@ class StaleGoldens(_Item):
 
 
 def _relative(path: Path, root: Path) -> str:
+    path = Path(path)  # a symbolic link is named, not its target
     try:
-        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+        return (path.parent.resolve() / path.name).relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
 
