@@ -4,11 +4,12 @@ package is all a project needs).
 - With a ``[tool.conformance]`` table in the project's ``pyproject.toml`` (``harness.project``),
   every case file of its ``cases`` folder is collected: one item per check, one golden item per
   side, and one item that fails while a golden folder has no case file (``--allow-stale``
-  accepts them, ``--prune-stale`` deletes them).
+  accepts them, ``--prune-stale`` deletes those that hold golden files only: ``harness.prune``).
 - The fixture ``conformance``: ``conformance.check({"loss": loss, "grads": grads})`` compares
   the values with a golden beside the test (``<test dir>/<module>/<test>.json``, or under the
-  configured ``fixture_golden``), written and failing on the first run; a mismatch writes
-  ``<test>.obtained.json`` and fails with the command that accepts the new output.
+  configured ``fixture_golden``: ``Conformance.location``), written and failing on the first
+  run; a mismatch writes ``<test>.obtained.json`` and fails with the command that accepts the
+  new output. Two tests of a module whose names make one file name fail, naming both.
 - Options: ``--update-golden`` (rewrite goldens, report what changed), ``--force`` (also for
   cases whose agree checks fail), ``--allow-stale``, ``--prune-stale``, ``--all-mismatches``
   (every mismatched element, as ``-v`` does).
