@@ -79,7 +79,7 @@ def scan(golden_dir: Path, case_names: Collection[str], sides: Collection[str]) 
         elif entry.is_symlink():
             foreign.append(Foreign(path, "is a symbolic link (never followed)"))
         elif entry.is_dir(follow_symlinks=False):
-            problem = not_golden(path, pattern)
+            problem = _problem(path, pattern)
             if problem:
                 foreign.append(Foreign(path, problem))
             else:
@@ -89,6 +89,13 @@ def scan(golden_dir: Path, case_names: Collection[str], sides: Collection[str]) 
 
 def _is_trash(entry: os.DirEntry) -> bool:
     return entry.name.startswith(TRASH_PREFIX) and entry.is_dir(follow_symlinks=False)
+
+
+def _problem(folder: Path, pattern: re.Pattern[str]) -> str | None:
+    try:
+        return not_golden(folder, pattern)
+    except OSError as exc:  # unreadable, or changed while listed: not provably goldens
+        return f"cannot be listed ({exc.strerror or exc})"
 
 
 def not_golden(folder: Path, pattern: re.Pattern[str]) -> str | None:

@@ -224,6 +224,22 @@ def test_scan_sorts_stale_from_foreign_folders(tmp_path):
     ]
 
 
+def test_a_folder_that_cannot_be_listed_is_not_stale(tmp_path, monkeypatch):
+    golden = tmp_path / "golden"
+    stale_tree(golden)
+    scandir = os.scandir
+
+    def refusing(path):
+        if Path(path).name == "gone":
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(prune.os, "scandir", refusing)
+    scan = prune.scan(golden, {"alpha"}, SIDES)
+    assert golden / "gone" not in scan.stale
+    assert prune.Foreign(golden / "gone", "cannot be listed (Permission denied)") in scan.foreign
+
+
 def test_prune_stale_deletes_golden_files_only_and_follows_no_link(tmp_path, capsys):
     pyproject = make_project(tmp_path, "")
     run(pyproject, capsys)  # writes alpha's goldens
