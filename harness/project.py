@@ -17,10 +17,9 @@ absolute path elsewhere, a symbolic link out) unless ``allow_outside_project = t
 golden folder is pruned of the folders of deleted cases (``harness.prune``), so it may not be
 the project folder or hold it, may not hold the cases folder, and may not overlap ``out`` or
 ``fixture_golden``; an explicit ``cases`` folder must exist (a typo would collect no case and
-pass). Without the table (or without a
-``pyproject.toml``), every setting has its default, relative to the folder searched from. The
-pytest plugin, the ``conformance`` command and ``compare.py`` read the settings here, so they
-agree on where everything is.
+pass). Without the table (or without a ``pyproject.toml``), every setting has its default,
+relative to the folder searched from. The pytest plugin, the ``conformance`` command and
+``compare.py`` read the settings here, so they agree on where everything is.
 """
 
 from __future__ import annotations

@@ -388,7 +388,7 @@ def _refuse_shared_golden(config: pytest.Config, node: pytest.Item, side: str) -
     if others:
         raise ValueError(
             f"conformance.check: {node.nodeid} and {others[0]} would share the golden "
-            f"{side}.json (their names differ only in characters a file name cannot keep); "
+            f"{side}.json (a file name keeps only A-Z a-z 0-9 _ . -, the rest become _); "
             "give one another id (pytest.param(..., id=...)) or pass basename="
         )
 

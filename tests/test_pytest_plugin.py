@@ -224,8 +224,8 @@ def test_ids_that_make_one_golden_name_are_an_error_naming_both(pytester, select
     first, second = "test_ids.py::test_values[a b]", "test_ids.py::test_values[a_b]"
     assert (
         f"ValueError: conformance.check: {second} and {first} would share the golden "
-        "test_values_a_b_.json (their names differ only in characters a file name cannot "
-        "keep); give one another id (pytest.param(..., id=...)) or pass basename="
+        "test_values_a_b_.json (a file name keeps only A-Z a-z 0-9 _ . -, the rest become _); "
+        "give one another id (pytest.param(..., id=...)) or pass basename="
     ) in errors(result)
     if not select:
         result.assert_outcomes(failed=4)  # three collide, c's golden is new
