@@ -374,14 +374,18 @@ def _case_runner() -> Callable[[list[str], argparse.Namespace], int]:
 
 def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
     """Run cases; print failures first, one line per case and the summary; write reports."""
-    from harness import golden, session
+    from harness import session
     from harness.case import CaseDefinitionError
+    from harness.project import golden_folder_problem
     from harness.report import files, text
 
     project = args.project
     dirs = session.Dirs.from_args(args, session.Dirs(project.cases, project.golden, project.out))
     if not dirs.cases.is_dir():
         return error(args.prog, f"{dirs.cases}: no such folder of case files")
+    problem = golden_folder_problem(dirs.golden, project.root, dirs.cases)
+    if problem:
+        return error(args.prog, f"{dirs.golden}: golden folder {problem}")
     try:
         cases = session.select_cases(case_names, dirs, args.shard)
     except CaseDefinitionError as exc:
@@ -407,12 +411,38 @@ def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
         emit(text.render_case(report, verbose=args.verbose, update=update_command(args, report)))
     if not args.verbose and not args.quiet:
         emit("\n".join(text.render_case_line(r) for r in reports))
-    stale, pruned = session.stale_goldens(dirs), []
-    if stale and args.prune_stale:
-        stale, pruned = [], golden.prune_stale(stale)
-    emit(text.render_summary(reports, stale, allow_stale=args.allow_stale, pruned=pruned))
+    stale, foreign, pruned = _stale_goldens(dirs, args.prune_stale)
+    emit(
+        text.render_summary(
+            reports, stale, allow_stale=args.allow_stale, pruned=pruned, foreign=foreign
+        )
+    )
     files.write_case_reports(reports, args)
-    return exit_code(not failing and (not stale or args.allow_stale))
+    return exit_code(not failing and (not (stale or foreign) or args.allow_stale))
+
+
+def _stale_goldens(dirs: Any, prune_them: bool) -> tuple[list, list, list]:
+    """``(stale, foreign, pruned)``: the stale golden folders (none once pruned), those that
+    hold something else (never pruned), and the files deleted (with a killed prune's)."""
+    from harness import prune, session
+    from harness.case import SIDES
+
+    pruned = prune.finish_interrupted(dirs.golden, SIDES)
+    scan = session.stale_goldens(dirs)
+    if not (scan.stale and prune_them):
+        return list(scan.stale), list(scan.foreign), pruned
+    deleted, changed = prune.prune(dirs.golden, scan.stale, SIDES, announce=_announce_prune)
+    return [], [*scan.foreign, *changed], pruned + deleted
+
+
+def _announce_prune(planned: list[tuple[Path, list[Path]]]) -> None:
+    """Before anything is deleted: what will be (a run killed midway has said it)."""
+    emit("\n".join(_deleting(folder, files) for folder, files in planned))
+
+
+def _deleting(folder: Path, files: list[Path]) -> str:
+    names = ", ".join(path.name for path in files) if files else "(empty)"
+    return f"deleting stale golden folder {folder}: {names}"
 
 
 def _fork_workers(args: argparse.Namespace, parallel: bool) -> bool:

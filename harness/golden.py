@@ -16,7 +16,8 @@ an ``.obtained`` file removes them too.
 from __future__ import annotations
 
 import dataclasses
-import shutil
+import errno
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -128,7 +129,18 @@ def _write(path: Path, case: str, side: str, values: Mapping[str, Any], fresh_te
     threshold); an ``.obtained`` file gets its own sidecars, named after its own stem.
     """
     env = record.side_env(fresh_text)
+    _check_folders(path)
     record.write_side(path, case, side, values, env, sidecar_threshold=record.SIDECAR_THRESHOLD)
+
+
+def _check_folders(path: Path) -> None:
+    """NotADirectoryError naming the file where a golden's folder (or one above it) should be:
+    creating the folders would fail with "File exists" about the golden, which does not."""
+    for folder in (path.parent, *path.parent.parents):
+        if folder.is_dir():
+            return
+        if os.path.lexists(folder):
+            raise NotADirectoryError(errno.ENOTDIR, "is a file, not a folder", str(folder))
 
 
 def remove_obtained(golden_dir: Path, case: str, side: str) -> None:
@@ -212,20 +224,3 @@ def update_golden(
         pass  # an unreadable old golden (or a broken sidecar) is replaced; the diff is unknown
     _write(path, case.name, side, fresh_values, fresh_text)
     return GoldenReport(case.name, side, GoldenStatus.UPDATED, True, f"updated {path}", diff, path)
-
-
-def stale_goldens(golden_dir: Path, case_names: set[str]) -> list[Path]:
-    """Golden folders whose case file no longer exists."""
-    if not golden_dir.is_dir():
-        return []
-    return sorted(p for p in golden_dir.iterdir() if p.is_dir() and p.name not in case_names)
-
-
-def prune_stale(folders: Sequence[Path]) -> list[Path]:
-    """Delete stale golden folders; return every file deleted (sorted), for the report."""
-    deleted = []
-    for folder in folders:
-        files = sorted(p for p in folder.rglob("*") if p.is_file())
-        shutil.rmtree(folder)
-        deleted += files
-    return deleted

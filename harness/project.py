@@ -6,16 +6,21 @@
     out = "out"                  # fresh side files of each run
     fixture_golden = "tests/golden"  # goldens of the `conformance` fixture (default: beside
                                  # each test module, in a folder named after it)
-    threads = 1                  # BLAS and torch threads while a case side runs
+    threads = 1                  # BLAS and torch threads while a case side runs (1 to 256)
     numerics = "portable"        # or "native": see harness.numerics (default "portable")
+    allow_outside_project = false  # true: the paths above may leave the project folder
 
     [tool.conformance.tolerances]  # project-wide overrides, after each case's own TOLERANCES
     "grads.*" = { atol = 1e-5, reason = "accumulated over 8 steps" }
 
-Paths are relative to the folder of the ``pyproject.toml``. Without the table (or without a
-``pyproject.toml``), every setting has its default, relative to the folder searched from. The
-pytest plugin, the ``conformance`` command and ``compare.py`` read the settings here, so they
-agree on where everything is.
+Paths are relative to the folder of the ``pyproject.toml`` and may not leave it (``..``, an
+absolute path elsewhere, a symbolic link out) unless ``allow_outside_project = true``. The
+golden folder is pruned of the folders of deleted cases (``harness.prune``), so it may not be
+the project folder or hold it, may not hold the cases folder, and may not overlap ``out`` or
+``fixture_golden``; an explicit ``cases`` folder must exist (a typo would collect no case and
+pass). Without the table (or without a ``pyproject.toml``), every setting has its default,
+relative to the folder searched from. The pytest plugin, the ``conformance`` command and
+``compare.py`` read the settings here, so they agree on where everything is.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from harness.tolerances import Tolerance, check_overrides
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.conformance"
 _PATHS = ("cases", "golden", "out", "fixture_golden")
-_KEYS = (*_PATHS, "threads", "numerics", "tolerances")
+_KEYS = (*_PATHS, "threads", "numerics", "tolerances", "allow_outside_project")
+MAX_THREADS = 256  # far above any useful BLAS thread count; a bound the same on every machine
 _TOLERANCE_FIELDS = ("atol", "rtol", "ulps", "reason")
 
 
@@ -58,6 +64,7 @@ class Project:
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     source: Path | None = None  # the pyproject.toml read; None: defaults only
     configured: bool = False  # it has a [tool.conformance] table
+    given: frozenset[str] = frozenset()  # the keys its table sets
 
     @classmethod
     def defaults(cls, root: Path) -> Project:
@@ -98,28 +105,95 @@ def read_project(pyproject: Path) -> Project:
     if unknown:
         known = ", ".join(_KEYS)
         raise ConfigError(pyproject, unknown[0], f"unknown setting (known: {known})")
-    settings: dict[str, Any] = {"source": pyproject, "configured": True}
+    settings: dict[str, Any] = {
+        "source": pyproject,
+        "configured": True,
+        "given": frozenset(table),
+    }
+    outside = _flag(pyproject, "allow_outside_project", table.get("allow_outside_project", False))
     for key in _PATHS:
         if key in table:
-            settings[key] = _path(pyproject, key, table[key])
+            settings[key] = _path(pyproject, key, table[key], allow_outside=outside)
     if "threads" in table:
         settings["threads"] = _threads(pyproject, table["threads"])
     if "numerics" in table:
         settings["numerics"] = _numerics(pyproject, table["numerics"])
     if "tolerances" in table:
         settings["tolerances"] = _tolerances(pyproject, table["tolerances"])
-    return dataclasses.replace(base, **settings)
+    project = dataclasses.replace(base, **settings)
+    _check_folders(pyproject, project)
+    return project
 
 
-def _path(pyproject: Path, key: str, value: Any) -> Path:
+def _flag(pyproject: Path, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(pyproject, key, f"must be true or false, got {value!r}")
+    return value
+
+
+def _path(pyproject: Path, key: str, value: Any, *, allow_outside: bool) -> Path:
     if not isinstance(value, str) or not value:
         raise ConfigError(pyproject, key, f"must be a folder name (a string), got {value!r}")
-    return pyproject.parent / value
+    root = pyproject.parent
+    path = root / value
+    if not allow_outside and not path.resolve().is_relative_to(root.resolve()):
+        raise ConfigError(
+            pyproject,
+            key,
+            f"{value!r} leaves the project folder {root}; "
+            "set allow_outside_project = true to allow it",
+        )
+    return path
+
+
+def _check_folders(pyproject: Path, project: Project) -> None:
+    """The golden folder is pruned of folders no case is named after: it may hold nothing
+    else of the project's, and an explicit cases folder must be there."""
+    problem = golden_folder_problem(project.golden, project.root, project.cases)
+    if problem:
+        raise ConfigError(pyproject, "golden", problem)
+    golden = project.golden.resolve()
+    for key in ("fixture_golden", "out"):
+        other = getattr(project, key)
+        if other is not None and _overlap(golden, other.resolve()):
+            raise ConfigError(
+                pyproject,
+                "golden",
+                f"overlaps tool.conformance.{key} ({project.golden} and {other}); "
+                "each needs a folder of its own",
+            )
+    if "cases" in project.given and not project.cases.is_dir():
+        raise ConfigError(pyproject, "cases", f"no such folder: {project.cases}")
+
+
+def golden_folder_problem(golden: Path, root: Path, cases: Path) -> str | None:
+    """Why ``golden`` cannot be a golden folder of the project at ``root`` (None: it can).
+
+    Pruning deletes its folders that no case is named after; were the project or its cases
+    in it, they would be such folders (``harness.prune`` deletes golden files only, but the
+    run would still report the project's folders as stale goldens).
+    """
+    root_r, golden_r = Path(root).resolve(), Path(golden).resolve()
+    if root_r.is_relative_to(golden_r):
+        what = "is" if golden_r == root_r else "holds"
+        return (
+            f"{what} the project folder {root}; goldens need a folder of their own "
+            '(for example "golden")'
+        )
+    if Path(cases).resolve().is_relative_to(golden_r):
+        return f"holds the cases folder {cases}"
+    return None
+
+
+def _overlap(a: Path, b: Path) -> bool:
+    return a.is_relative_to(b) or b.is_relative_to(a)
 
 
 def _threads(pyproject: Path, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(pyproject, "threads", f"must be a whole number >= 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
+        raise ConfigError(
+            pyproject, "threads", f"must be a whole number from 1 to {MAX_THREADS}, got {value!r}"
+        )
     return value
 
 

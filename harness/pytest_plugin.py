@@ -4,11 +4,12 @@ package is all a project needs).
 - With a ``[tool.conformance]`` table in the project's ``pyproject.toml`` (``harness.project``),
   every case file of its ``cases`` folder is collected: one item per check, one golden item per
   side, and one item that fails while a golden folder has no case file (``--allow-stale``
-  accepts them, ``--prune-stale`` deletes them).
+  accepts them, ``--prune-stale`` deletes those that hold golden files only: ``harness.prune``).
 - The fixture ``conformance``: ``conformance.check({"loss": loss, "grads": grads})`` compares
   the values with a golden beside the test (``<test dir>/<module>/<test>.json``, or under the
-  configured ``fixture_golden``), written and failing on the first run; a mismatch writes
-  ``<test>.obtained.json`` and fails with the command that accepts the new output.
+  configured ``fixture_golden``: ``Conformance.location``), written and failing on the first
+  run; a mismatch writes ``<test>.obtained.json`` and fails with the command that accepts the
+  new output. Two tests of a module whose names make one file name fail, naming both.
 - Options: ``--update-golden`` (rewrite goldens, report what changed), ``--force`` (also for
   cases whose agree checks fail), ``--allow-stale``, ``--prune-stale``, ``--all-mismatches``
   (every mismatched element, as ``-v`` does).
@@ -179,18 +180,27 @@ class _CaseItem(_Item):
         self.case = case
 
     def report(self) -> CaseReport:
-        """The case's report, computed once per process for all its items."""
+        """The case's report, computed once per process for all its items.
+
+        A folder or file the run cannot write or read (a golden that is a folder, a golden
+        folder that is a file) fails each item with the line the ``conformance`` command
+        prints, not with a traceback.
+        """
         config, project = self.config, project_of(self.config)
-        return report_for(
-            self.case,
-            update=config.getoption("update_golden"),
-            force=config.getoption("force"),
-            golden_dir=project.golden,
-            out_dir=project.out,
-            threads=project.threads,
-            limit=mismatch_limit(config),
-            cache=config.stash[REPORTS],
-        )
+        try:
+            return report_for(
+                self.case,
+                update=config.getoption("update_golden"),
+                force=config.getoption("force"),
+                golden_dir=project.golden,
+                out_dir=project.out,
+                threads=project.threads,
+                limit=mismatch_limit(config),
+                cache=config.stash[REPORTS],
+            )
+        except OSError as exc:
+            where = exc.filename if exc.filename is not None else self.case.name
+            raise ConformanceFailure(f"{where}: {exc.strerror or exc}") from None
 
     @property
     def verbose(self) -> bool:
@@ -230,37 +240,68 @@ class GoldenItem(_CaseItem):
 
 
 class StaleGoldens(_Item):
-    """Fails while a golden folder has no case file, unless allowed or pruned."""
+    """Fails while a golden folder has no case file, unless allowed or pruned (only folders
+    of golden files are pruned: ``harness.prune``)."""
 
     def runtest(self) -> None:
-        from harness import golden
+        from harness import prune
 
         project, config = project_of(self.config), self.config
         names = {p.stem for p in case_api.case_paths(project.cases)}
-        stale = golden.stale_goldens(project.golden, names)
-        if not stale:
-            return
-        shown = ", ".join(_relative(p, config.rootpath) for p in stale)
-        if config.getoption("prune_stale"):
-            deleted = golden.prune_stale(stale)
-            files = ", ".join(_relative(p, config.rootpath) for p in deleted)
-            self.user_properties.append(("stale", f"pruned stale goldens {shown}: {files}"))
-        elif config.getoption("allow_stale"):
-            self.user_properties.append(("stale", f"stale goldens (allowed): {shown}"))
-        else:
-            cases = _relative(project.cases, config.rootpath)
-            raise ConformanceFailure(
-                f"stale goldens: {shown} (no case file in {cases}/); "
-                "--prune-stale deletes them, --allow-stale accepts them"
+        finished = prune.finish_interrupted(project.golden, case_api.SIDES)
+        if finished:
+            self._note(f"pruned stale goldens of an interrupted prune: {self._list(finished)}")
+        scan = prune.scan(project.golden, names, case_api.SIDES)
+        stale, foreign = list(scan.stale), list(scan.foreign)
+        if stale and config.getoption("prune_stale"):
+            deleted, changed = prune.prune(
+                project.golden, stale, case_api.SIDES, announce=self._announce
             )
+            shown = self._list(stale)
+            self._note(f"pruned stale goldens {shown}: {self._list(deleted)}")
+            stale, foreign = [], [*foreign, *changed]
+        if not (stale or foreign):
+            return
+        shown = ", ".join([self._rel(p) for p in stale] + [self._foreign(f) for f in foreign])
+        if config.getoption("allow_stale"):
+            self._note(f"stale goldens (allowed): {shown}")
+            return
+        cases = self._rel(project.cases)
+        advice = "--prune-stale deletes them, " if stale else ""
+        raise ConformanceFailure(
+            f"stale goldens: {shown} (no case file in {cases}/); {advice}--allow-stale accepts them"
+        )
+
+    def _rel(self, path: Path) -> str:
+        return _relative(path, self.config.rootpath)
+
+    def _list(self, paths) -> str:
+        return ", ".join(self._rel(p) for p in paths)
+
+    def _foreign(self, folder) -> str:
+        rooted = str(folder.path.parent)  # the problem names paths under the golden folder
+        problem = folder.problem.replace(rooted, self._rel(folder.path.parent))
+        return f"{self._rel(folder.path)} (not pruned: {problem})"
+
+    def _note(self, text: str) -> None:
+        self.user_properties.append(("stale", text))
+
+    def _announce(self, planned: list[tuple[Path, list[Path]]]) -> None:
+        """Before anything is deleted, on the terminal: what will be."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            folders = self._list(folder for folder, _ in planned)
+            files = self._list(file for _, files in planned for file in files)
+            reporter.write_line(f"deleting stale goldens {folders}: {files or '(empty)'}")
 
     def reportinfo(self):
         return self.path, None, "stale goldens"
 
 
 def _relative(path: Path, root: Path) -> str:
+    path = Path(path)  # a symbolic link is named, not its target
     try:
-        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+        return (path.parent.resolve() / path.name).relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
 
@@ -298,6 +339,8 @@ class Conformance:
         side = file_stem(basename or node.name)
         if side in self.used:
             raise ValueError(f"conformance.check: golden {side!r} checked twice in one test")
+        if basename is None:
+            _refuse_shared_golden(config, node, side)
         self.used.add(side)
         folder, name = self.location()
         tol = explicit_tolerance(atol, rtol, ulps, "conformance.check(...)")
@@ -318,13 +361,28 @@ class Conformance:
         return report
 
     def location(self) -> tuple[Path, str]:
-        """``(folder, name)``: the golden is ``folder / name / <test>.json``."""
+        """``(folder, name)``: the golden is ``folder / name / <test>.json``.
+
+        By default the folder is the test module's and the name the module's (beside the
+        test, as pytest-regressions does). Under ``fixture_golden`` the name is the module's
+        path from the folder that holds ``fixture_golden``: with ``tests/golden``,
+        ``tests/test_port.py`` has ``tests/golden/test_port/`` (its path from the rootdir,
+        ``tests/golden/tests/test_port/``, would repeat ``tests``).
+        """
         module = Path(self.request.node.path)
         configured = project_of(self.request.config).fixture_golden
         if configured is None:
             return module.parent, module.stem
-        rootpath = self.request.config.rootpath
-        return configured, Path(_relative(module, rootpath)).with_suffix("").as_posix()
+        base = configured.parent
+        try:
+            relative = module.resolve().relative_to(base.resolve())
+        except ValueError:  # outside: a path of its own there could collide with one inside
+            raise ValueError(
+                f"conformance.check: {module} is outside {base}, the folder holding "
+                f"fixture_golden ({configured}): its golden has no place there; "
+                "set fixture_golden in a folder above every test module using the fixture"
+            ) from None
+        return configured, relative.with_suffix("").as_posix()
 
     def message(self, report: GoldenReport) -> str:
         from harness.testing import golden_message
@@ -332,6 +390,36 @@ class Conformance:
         command = update_command(self.request.config, self.request.node.nodeid)
         verbose = self.request.config.getoption("verbose") > 0
         return golden_message(report, command, verbose=verbose)
+
+
+FIXTURE_STEMS = pytest.StashKey[dict]()  # (module, golden file stem) -> test node ids
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k / -m deselect: every test of the module counts
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The default golden name of every test using the fixture, to find names that collide
+    (``test_x[a b]``, ``test_x[a_b]`` and ``test_x[a/b]`` all make ``test_x_a_b_``)."""
+    users = [i for i in items if "conformance" in getattr(i, "fixturenames", ())]
+    if not users:
+        return
+    from harness.testing import file_stem
+
+    stems: dict[tuple[Path, str], list[str]] = {}
+    for item in users:
+        stems.setdefault((Path(item.path), file_stem(item.name)), []).append(item.nodeid)
+    config.stash[FIXTURE_STEMS] = stems
+
+
+def _refuse_shared_golden(config: pytest.Config, node: pytest.Item, side: str) -> None:
+    """ValueError naming both tests when another test of the module has the same golden."""
+    ids = config.stash.get(FIXTURE_STEMS, {}).get((Path(node.path), side), [])
+    others = [nodeid for nodeid in ids if nodeid != node.nodeid]
+    if others:
+        raise ValueError(
+            f"conformance.check: {node.nodeid} and {others[0]} would share the golden "
+            f"{side}.json (a file name keeps only A-Z a-z 0-9 _ . -, the rest become _); "
+            "give one another id (pytest.param(..., id=...)) or pass basename="
+        )
 
 
 @pytest.fixture

@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import golden, record
+from harness import prune, record
 from harness.case import (
     CASES_DIR,
     GOLDEN_DIR,
     OUT_DIR,
+    SIDES,
     Case,
     CaseDefinitionError,
     case_paths,
@@ -115,9 +116,9 @@ def parse_shard(shard: str) -> tuple[int, int]:
     return k, n
 
 
-def stale_goldens(dirs: Dirs = Dirs()) -> list[Path]:
-    """Golden folders whose case file no longer exists."""
-    return golden.stale_goldens(dirs.golden, {p.stem for p in case_paths(dirs.cases)})
+def stale_goldens(dirs: Dirs = Dirs()) -> prune.Scan:
+    """The golden folders no case file is named after (``harness.prune.scan``)."""
+    return prune.scan(dirs.golden, {p.stem for p in case_paths(dirs.cases)}, SIDES)
 
 
 def run_cases(

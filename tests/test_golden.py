@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import environment, golden, record
+from harness import environment, golden, prune, record
 from harness.case import SIDES, Case, agree, load_case
 from harness.report.text import render_golden
 from harness.runner import check_case
@@ -162,7 +162,8 @@ def test_unreadable_golden_is_reported_not_raised(golden_dir, tmp_path):
 def test_stale_goldens_are_listed(golden_dir):
     (golden_dir / "kept").mkdir(parents=True)
     (golden_dir / "deleted_case").mkdir()
-    assert golden.stale_goldens(golden_dir, {"kept"}) == [golden_dir / "deleted_case"]
+    scan = prune.scan(golden_dir, {"kept"}, SIDES)
+    assert scan == prune.Scan(stale=(golden_dir / "deleted_case",))
 
 
 CASE_BODY = '''"""A tiny case for the workflow tests."""

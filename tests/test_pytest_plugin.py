@@ -147,12 +147,14 @@ def test_stale_goldens_fail_unless_allowed_or_pruned(pytester):
     assert not stale.exists()
 
 
-def test_a_bad_setting_is_a_usage_error_in_one_line(pytester):
-    project(pytester, config=CONFIG + "threads = 0\n")
+@pytest.mark.parametrize("threads", ["0", "100000000000"])
+def test_a_bad_setting_is_a_usage_error_in_one_line(pytester, threads):
+    project(pytester, config=CONFIG + f"threads = {threads}\n")
     result = run(pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert re.search(
-        r"pyproject\.toml: tool\.conformance\.threads: must be a whole number >= 1, got 0",
+        r"pyproject\.toml: tool\.conformance\.threads: must be a whole number from 1 to 256, "
+        f"got {threads}$",
         result.stderr.str(),
     )
 
@@ -170,3 +172,149 @@ def test_the_package_declares_the_plugin_and_the_console_script():
     assert ("harness.pytest_plugin", "harness.pytest_plugin") in plugins
     scripts = {(e.name, e.value) for e in entry_points(group="console_scripts")}
     assert ("conformance", "harness.command:console_main") in scripts
+
+
+def test_fixture_golden_under_tests_does_not_repeat_the_tests_folder(pytester):
+    """Issue 27: ``tests/golden/tests/test_port/`` became ``tests/golden/test_port/``: the
+    module's path from the folder holding fixture_golden."""
+    project(pytester, config=CONFIG + 'fixture_golden = "tests/golden"\n')
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "test_port.py").write_text(FIXTURE_TEST.format(scale=1.0))
+    run(pytester, "tests").assert_outcomes(failed=1)
+    assert (pytester.path / "tests" / "golden" / "test_port" / "test_values.json").is_file()
+    assert not (pytester.path / "tests" / "golden" / "tests").exists()
+    run(pytester, "tests").assert_outcomes(passed=1)
+
+
+def test_a_test_outside_the_folder_of_fixture_golden_is_told_so(pytester):
+    project(pytester, config=CONFIG + 'fixture_golden = "tests/golden"\n')
+    pytester.mkdir("tests")
+    pytester.mkdir("unit")
+    (pytester.path / "unit" / "test_fix.py").write_text(FIXTURE_TEST.format(scale=1.0))
+    result = run(pytester, "unit")
+    result.assert_outcomes(failed=1)
+    module, tests = pytester.path / "unit" / "test_fix.py", pytester.path / "tests"
+    assert errors(result)[-1] == (
+        f"ValueError: conformance.check: {module} is outside {tests}, the folder holding "
+        f"fixture_golden ({tests / 'golden'}): its golden has no place there; set "
+        "fixture_golden in a folder above every test module using the fixture"
+    )
+
+
+def errors(result) -> list[str]:
+    """The ``E`` lines of a run's failures, without their prefix."""
+    return [line[1:].strip() for line in result.outlines if line.startswith("E  ")]
+
+
+COLLIDING = """
+import pytest
+
+
+@pytest.mark.parametrize("name", ["a b", "a_b", "a/b", "c"])
+def test_values(conformance, name):
+    conformance.check({"name": name})
+"""
+
+
+@pytest.mark.parametrize("select", [(), ("-k", "a_b")])
+def test_ids_that_make_one_golden_name_are_an_error_naming_both(pytester, select):
+    project(pytester)
+    pytester.makepyfile(test_ids=COLLIDING)
+    result = run(pytester, "test_ids.py", *select)
+    first, second = "test_ids.py::test_values[a b]", "test_ids.py::test_values[a_b]"
+    assert (
+        f"ValueError: conformance.check: {second} and {first} would share the golden "
+        "test_values_a_b_.json (a file name keeps only A-Z a-z 0-9 _ . -, the rest become _); "
+        "give one another id (pytest.param(..., id=...)) or pass basename="
+    ) in errors(result)
+    if not select:
+        result.assert_outcomes(failed=4)  # three collide, c's golden is new
+        assert sorted(p.name for p in (pytester.path / "test_ids").iterdir()) == [
+            "test_values_c_.json"
+        ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ('fixture_golden = "expected"\n', "tool.conformance.golden: overlaps "
+         "tool.conformance.fixture_golden"),
+        ('fixture_golden = "expected/fixture"\n', "tool.conformance.golden: overlaps "
+         "tool.conformance.fixture_golden"),
+        ('allow_outside_project = "yes"\n', "tool.conformance.allow_outside_project: must be "
+         "true or false, got 'yes'"),
+    ],
+)  # fmt: skip
+def test_overlapping_golden_folders_are_a_usage_error(pytester, extra, problem):
+    project(pytester, config=CONFIG + extra, alpha=ALPHA)
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert problem in result.stderr.str() and len(result.stderr.lines) <= 2
+
+
+def test_a_cases_folder_that_is_not_there_is_a_usage_error(pytester):
+    project(pytester, config=CONFIG.replace('"mycases"', '"mycasse"'))
+    pytester.makepyfile(test_other="def test_x():\n    pass\n")
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert re.search(
+        r"pyproject\.toml: tool\.conformance\.cases: no such folder: .*/mycasse$",
+        result.stderr.str(),
+    )
+
+
+def test_a_golden_that_is_a_folder_fails_each_item_in_one_line(pytester):
+    project(pytester, alpha=ALPHA)
+    run(pytester)
+    golden = pytester.path / "expected" / "alpha" / "torch.json"
+    golden.unlink()
+    golden.mkdir()
+    result = run(pytester)
+    result.assert_outcomes(passed=1, failed=3)
+    assert "IsADirectoryError" not in result.stdout.str()
+    result.stdout.fnmatch_lines([f"{golden}: Is a directory"] * 3, consecutive=False)
+
+
+def test_a_golden_case_folder_that_is_a_file_is_named(pytester):
+    project(pytester, alpha=ALPHA)
+    (pytester.path / "expected").mkdir()
+    (pytester.path / "expected" / "alpha").write_text("not a folder\n")
+    result = run(pytester)
+    result.assert_outcomes(passed=1, failed=3)
+    assert "File exists" not in result.stdout.str()
+    result.stdout.fnmatch_lines([f"{pytester.path / 'expected' / 'alpha'}: is a file, not a "
+                                 "folder"] * 3)  # fmt: skip
+
+
+def test_a_stale_golden_that_is_a_link_is_reported_never_followed(pytester):
+    project(pytester, alpha=ALPHA)
+    run(pytester)
+    target = pytester.path / "elsewhere"
+    target.mkdir()
+    (target / "torch.json").write_text("{}")
+    (pytester.path / "expected" / "linked").symlink_to(target)
+    for option in ((), ("--prune-stale",)):
+        result = run(pytester, *option)
+        result.assert_outcomes(passed=3, failed=1)
+        result.stdout.fnmatch_lines(
+            ["stale goldens: expected/linked (not pruned: is a symbolic link (never followed)) "
+             "(no case file in mycases/); --allow-stale accepts them"]
+        )  # fmt: skip
+    assert (target / "torch.json").read_text() == "{}"
+    assert (pytester.path / "expected" / "linked").is_symlink()
+
+
+def test_prune_stale_leaves_a_folder_holding_other_files(pytester):
+    project(pytester, alpha=ALPHA)
+    run(pytester)
+    stale = pytester.path / "expected" / "gone"
+    stale.mkdir()
+    (stale / "torch.json").write_text("{}")
+    (stale / "notes.md").write_text("mine")
+    result = run(pytester, "--prune-stale")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        ["stale goldens: expected/gone (not pruned: holds expected/gone/notes.md, which is not a "
+         "golden file) (no case file in mycases/); --allow-stale accepts them"]
+    )  # fmt: skip
+    assert sorted(p.name for p in stale.iterdir()) == ["notes.md", "torch.json"]

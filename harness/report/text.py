@@ -345,10 +345,13 @@ def render_summary(
     *,
     allow_stale: bool = False,
     pruned: Sequence[Any] = (),
+    foreign: Sequence[Any] = (),
 ) -> str:
     """Totals, the headline of the agree checks, the failing items by name, stale goldens,
     the final verdict. Stale goldens fail the run unless ``allow_stale``; ``pruned``: the
-    files ``--prune-stale`` deleted (their folders are no longer stale)."""
+    files ``--prune-stale`` deleted (their folders are no longer stale); ``foreign``: the
+    ``harness.prune.Foreign`` folders no case is named after that hold something else than
+    goldens (they fail as stale goldens do, but are never pruned)."""
     checks = [c for r in reports for c in r.checks]
     goldens = [g for r in reports for g in r.goldens.values()]
     documented = sum(1 for c in checks if c.kind == CheckKind.DIFFER and c.ok)
@@ -373,10 +376,16 @@ def render_summary(
                 f"FAIL stale golden: {path} (no case file; --prune-stale deletes it,"
                 " --allow-stale accepts it)"
             )
+    for folder in foreign:
+        accepted = "accepted by --allow-stale" if allow_stale else "--allow-stale accepts it"
+        lines.append(
+            f"{'' if allow_stale else 'FAIL '}stale golden: {folder.path} (no case file; "
+            f"not pruned: {folder.problem}; {accepted})"
+        )
     bad_cases = sum(1 for r in reports if not r.ok)
     problems = [f"{bad_cases} of {len(reports)} cases"] if bad_cases else []
-    if stale and not allow_stale:
-        problems.append(f"{len(stale)} stale golden" + ("s" if len(stale) > 1 else ""))
+    if (stale or foreign) and not allow_stale:
+        problems.append(_count(len(stale) + len(foreign), "stale golden"))
     lines.append("OK" if not problems else f"FAIL ({', '.join(problems)})")
     return escape_lines("\n".join(lines))
 
