@@ -56,7 +56,13 @@ def _unary(op, x: Tensor, **params) -> Tensor:
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`x @ weight (+ bias)`, weight `[d_in, d_out]`: one graph node with a bias (burn's
-    `LinearWithBias`, harness.engine.ops.linalg.linear), the matmul alone without."""
+    `LinearWithBias`, harness.engine.ops.linalg.linear), the matmul alone without.
+
+    A rank-1 `x` `[d_in]` runs as a batch of one and comes back `[d_out]`, as burn's `D == 1`
+    branch does (`unsqueeze::<2>()`, `linear`, `squeeze_dim(0)`: two more graph nodes), which
+    is also what `torch.nn.functional.linear` accepts."""
+    if x.ndim == 1:
+        return linear(x.unsqueeze(), weight, bias).squeeze_dim(0)
     if bias is None:
         return x.matmul(weight)
     op = linalg.LINEAR
