@@ -3,7 +3,7 @@ and the vision primitives (burn 2c06be351006851d42fdb6df16b976f4a82d9747, crates
 modules/):
 
 - sequence: attention and its masks, the transformer encoder, positional and rotary
-  encodings, LSTM / BiLSTM / GRU / BiGRU;
+  encodings, LSTM / BiLSTM / GRU / BiGRU / RNN / BiRNN;
 - vision: convolutions, pooling, normalisation, embeddings, activation modules, padding
   configs;
 - the initializers both use (burn's `Initializer` variants).
@@ -72,12 +72,17 @@ from .rnn import (
     BiGruConfig,
     BiLstm,
     BiLstmConfig,
+    BiRnn,
+    BiRnnConfig,
     GateController,
     Gru,
     GruConfig,
     Lstm,
     LstmConfig,
     LstmState,
+    Rnn,
+    RnnConfig,
+    RnnState,
 )
 from .rotary import RotaryEncoding, RotaryEncodingConfig
 from .store_rules import GRU_GATES, LSTM_GATES, NORM_FIRST_REMAPPING
@@ -112,6 +117,8 @@ __all__ = [
     "BiGruConfig",
     "BiLstm",
     "BiLstmConfig",
+    "BiRnn",
+    "BiRnnConfig",
     "Conv1d",
     "Conv1dConfig",
     "Conv2d",
@@ -155,6 +162,9 @@ __all__ = [
     "PositionalEncodingConfig",
     "RmsNorm",
     "RmsNormConfig",
+    "Rnn",
+    "RnnConfig",
+    "RnnState",
     "RotaryEncoding",
     "RotaryEncodingConfig",
     "RunningState",

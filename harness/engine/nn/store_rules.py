@@ -11,9 +11,10 @@ cannot be split at all. The rules below are an engine extension built on the `un
   `<gate>.hidden_transform.weight` / the two biases of the gate in `LSTM_GATES` order; the
   Linear rule then transposes each weight. The two biases stay two biases (burn has one per
   Linear), so nothing is summed.
-- `BiLstm` / `BiGru`: the `*_l0` tensors go to `forward`, the `*_l0_reverse` ones to
+- `BiLstm` / `BiGru` / `BiRnn`: the `*_l0` tensors go to `forward`, the `*_l0_reverse` ones to
   `reverse`, which the Lstm / Gru rule then splits.
 - `Gru`: the same with three chunks in PyTorch's order r, z, n (`GRU_GATES`).
+- `Rnn`: the same with one chunk, burn's single `gate`; `BiRnn` as BiLstm.
 - `MultiHeadAttention`: `in_proj_weight` `[3*d_model, d_model]` / `in_proj_bias` (order q, k,
   v) become `query` / `key` / `value`; separate `q_proj_weight` / `k_proj_weight` /
   `v_proj_weight` (PyTorch with kdim / vdim) too; `out_proj` is `output`.
@@ -121,6 +122,8 @@ def _encoder_layer_unpack(path: str, snapshots: dict) -> dict:
 
 register_pytorch_rule("Lstm", PyTorchRule(unpack=_gates_unpack(LSTM_GATES)))
 register_pytorch_rule("Gru", PyTorchRule(unpack=_gates_unpack(GRU_GATES)))
+register_pytorch_rule("Rnn", PyTorchRule(unpack=_gates_unpack(("gate",))))
+register_pytorch_rule("BiRnn", PyTorchRule(unpack=_bidirectional_unpack))
 register_pytorch_rule("BiLstm", PyTorchRule(unpack=_bidirectional_unpack))
 register_pytorch_rule("BiGru", PyTorchRule(unpack=_bidirectional_unpack))
 register_pytorch_rule("MultiHeadAttention", PyTorchRule(unpack=_mha_unpack))
