@@ -4,8 +4,9 @@ modules/):
 
 - sequence: attention and its masks, the transformer encoder, positional and rotary
   encodings, LSTM / BiLSTM / GRU / BiGRU / RNN / BiRNN;
-- vision: convolutions, pooling, normalisation, embeddings, activation modules, padding
-  configs;
+- vision: convolutions, pooling, normalisation (with local response norm), embeddings,
+  activation modules (with SwiGLU), padding configs, pixel (un)shuffle;
+- the distance modules (cosine similarity, pairwise distance) and Gaussian noise;
 - the initializers both use (burn's `Initializer` variants).
 
 Each file cites the burn files it follows and lists where burn and PyTorch differ. Importing
@@ -37,9 +38,17 @@ from .attention import (
     quiet_softmax,
 )
 from .conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig
+from .distance import (
+    CosineSimilarity,
+    CosineSimilarityConfig,
+    PairwiseDistance,
+    PairwiseDistanceConfig,
+)
 from .embedding import Embedding, EmbeddingConfig
 from .initializer import KAIMING_UNIFORM, XAVIER_NORMAL, Initializer
+from .local_response_norm import LocalResponseNorm, LocalResponseNormConfig
 from .mask import GeneratePaddingMask, generate_autoregressive_mask, generate_padding_mask
+from .noise import GaussianNoise, GaussianNoiseConfig
 from .norm import (
     BatchNorm,
     BatchNormConfig,
@@ -52,6 +61,12 @@ from .norm import (
     RunningState,
 )
 from .padding import PaddingConfig1d, PaddingConfig2d
+from .pixel_shuffle import (
+    PixelShuffle,
+    PixelShuffleConfig,
+    PixelUnshuffle,
+    PixelUnshuffleConfig,
+)
 from .pool import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool1dConfig,
@@ -86,6 +101,7 @@ from .rnn import (
 )
 from .rotary import RotaryEncoding, RotaryEncodingConfig
 from .store_rules import GRU_GATES, LSTM_GATES, NORM_FIRST_REMAPPING
+from .swiglu import SwiGlu, SwiGluConfig
 from .transformer import (
     PositionWiseFeedForward,
     PositionWiseFeedForwardConfig,
@@ -125,9 +141,13 @@ __all__ = [
     "Conv2dConfig",
     "ConvTranspose2d",
     "ConvTranspose2dConfig",
+    "CosineSimilarity",
+    "CosineSimilarityConfig",
     "Embedding",
     "EmbeddingConfig",
     "GateController",
+    "GaussianNoise",
+    "GaussianNoiseConfig",
     "Gelu",
     "GeneratePaddingMask",
     "GroupNorm",
@@ -141,6 +161,8 @@ __all__ = [
     "InstanceNormConfig",
     "LeakyRelu",
     "LeakyReluConfig",
+    "LocalResponseNorm",
+    "LocalResponseNormConfig",
     "Lstm",
     "LstmConfig",
     "LstmState",
@@ -156,6 +178,12 @@ __all__ = [
     "PReluConfig",
     "PaddingConfig1d",
     "PaddingConfig2d",
+    "PairwiseDistance",
+    "PairwiseDistanceConfig",
+    "PixelShuffle",
+    "PixelShuffleConfig",
+    "PixelUnshuffle",
+    "PixelUnshuffleConfig",
     "PositionWiseFeedForward",
     "PositionWiseFeedForwardConfig",
     "PositionalEncoding",
@@ -172,6 +200,8 @@ __all__ = [
     "Sigmoid",
     "Softplus",
     "SoftplusConfig",
+    "SwiGlu",
+    "SwiGluConfig",
     "Swish",
     "Tanh",
     "TransformerEncoder",
