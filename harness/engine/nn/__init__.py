@@ -5,7 +5,7 @@ modules/):
 - sequence: attention and its masks, the transformer encoder, positional and rotary
   encodings, LSTM / BiLSTM / GRU / BiGRU / RNN / BiRNN;
 - vision: convolutions, pooling, normalisation (with local response norm), embeddings,
-  activation modules (with SwiGLU), padding configs, pixel (un)shuffle;
+  activation modules (with SwiGLU), padding configs, pixel (un)shuffle, interpolation;
 - the distance modules (cosine similarity, pairwise distance) and Gaussian noise;
 - the initializers both use (burn's `Initializer` variants).
 
@@ -46,6 +46,13 @@ from .distance import (
 )
 from .embedding import Embedding, EmbeddingConfig
 from .initializer import KAIMING_UNIFORM, XAVIER_NORMAL, Initializer
+from .interpolate import (
+    Interpolate1d,
+    Interpolate1dConfig,
+    Interpolate2d,
+    Interpolate2dConfig,
+    InterpolateMode,
+)
 from .local_response_norm import LocalResponseNorm, LocalResponseNormConfig
 from .mask import GeneratePaddingMask, generate_autoregressive_mask, generate_padding_mask
 from .noise import GaussianNoise, GaussianNoiseConfig
@@ -159,6 +166,11 @@ __all__ = [
     "Initializer",
     "InstanceNorm",
     "InstanceNormConfig",
+    "Interpolate1d",
+    "Interpolate1dConfig",
+    "Interpolate2d",
+    "Interpolate2dConfig",
+    "InterpolateMode",
     "LeakyRelu",
     "LeakyReluConfig",
     "LocalResponseNorm",
