@@ -2,8 +2,8 @@
 and the vision primitives (burn 2c06be351006851d42fdb6df16b976f4a82d9747, crates/burn-nn/src/
 modules/):
 
-- sequence: attention and its masks, the transformer encoder, positional and rotary
-  encodings, LSTM / BiLSTM / GRU / BiGRU / RNN / BiRNN;
+- sequence: attention and its masks, cross-attention and its cache, the transformer
+  encoder, positional and rotary encodings, LSTM / BiLSTM / GRU / BiGRU / RNN / BiRNN;
 - vision: convolutions, pooling, normalisation (with local response norm), embeddings,
   activation modules (with SwiGLU), padding configs, pixel (un)shuffle, interpolation;
 - the distance modules (cosine similarity, pairwise distance) and Gaussian noise;
@@ -37,7 +37,9 @@ from .attention import (
     MultiHeadAttentionConfig,
     quiet_softmax,
 )
+from .cache import TensorCache
 from .conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig
+from .cross_attention import CrossAttention, CrossAttentionCache, CrossAttentionConfig
 from .distance import (
     CosineSimilarity,
     CosineSimilarityConfig,
@@ -150,6 +152,9 @@ __all__ = [
     "ConvTranspose2dConfig",
     "CosineSimilarity",
     "CosineSimilarityConfig",
+    "CrossAttention",
+    "CrossAttentionCache",
+    "CrossAttentionConfig",
     "Embedding",
     "EmbeddingConfig",
     "GateController",
@@ -216,6 +221,7 @@ __all__ = [
     "SwiGluConfig",
     "Swish",
     "Tanh",
+    "TensorCache",
     "TransformerEncoder",
     "TransformerEncoderConfig",
     "TransformerEncoderInput",

@@ -17,7 +17,8 @@ cannot be split at all. The rules below are an engine extension built on the `un
 - `Rnn`: the same with one chunk, burn's single `gate`; `BiRnn` as BiLstm.
 - `MultiHeadAttention`: `in_proj_weight` `[3*d_model, d_model]` / `in_proj_bias` (order q, k,
   v) become `query` / `key` / `value`; separate `q_proj_weight` / `k_proj_weight` /
-  `v_proj_weight` (PyTorch with kdim / vdim) too; `out_proj` is `output`.
+  `v_proj_weight` (PyTorch with kdim / vdim) too; `out_proj` is `output`. `CrossAttention`
+  takes the same rule (PyTorch's `nn.MultiheadAttention` with `kdim = vdim = d_context`).
 - `TransformerEncoderLayer`: `self_attn` is `mha`, `linear1` / `linear2` are
   `pwff.linear_inner` / `pwff.linear_outer`, `norm1` / `norm2` are `norm_1` / `norm_2`.
   That pairing is right for post-norm layers only; for `norm_first=True` remap first with
@@ -127,4 +128,5 @@ register_pytorch_rule("BiRnn", PyTorchRule(unpack=_bidirectional_unpack))
 register_pytorch_rule("BiLstm", PyTorchRule(unpack=_bidirectional_unpack))
 register_pytorch_rule("BiGru", PyTorchRule(unpack=_bidirectional_unpack))
 register_pytorch_rule("MultiHeadAttention", PyTorchRule(unpack=_mha_unpack))
+register_pytorch_rule("CrossAttention", PyTorchRule(unpack=_mha_unpack))
 register_pytorch_rule("TransformerEncoderLayer", PyTorchRule(unpack=_encoder_layer_unpack))
