@@ -3,7 +3,8 @@ and the vision primitives (burn 2c06be351006851d42fdb6df16b976f4a82d9747, crates
 modules/):
 
 - sequence: attention and its masks, cross-attention and its cache, the transformer
-  encoder, positional and rotary encodings, LSTM / BiLSTM / GRU / BiGRU / RNN / BiRNN;
+  encoder and decoder (with its autoregressive cache), positional and rotary encodings,
+  LSTM / BiLSTM / GRU / BiGRU / RNN / BiRNN;
 - vision: convolutions, pooling, normalisation (with local response norm), embeddings,
   activation modules (with SwiGLU), padding configs, pixel (un)shuffle, interpolation;
 - the distance modules (cosine similarity, pairwise distance) and Gaussian noise;
@@ -31,6 +32,7 @@ from .activation_modules import (
     Tanh,
 )
 from .attention import (
+    MhaCache,
     MhaInput,
     MhaOutput,
     MultiHeadAttention,
@@ -40,6 +42,14 @@ from .attention import (
 from .cache import TensorCache
 from .conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig
 from .cross_attention import CrossAttention, CrossAttentionCache, CrossAttentionConfig
+from .decoder import (
+    TransformerDecoder,
+    TransformerDecoderAutoregressiveCache,
+    TransformerDecoderConfig,
+    TransformerDecoderInput,
+    TransformerDecoderLayer,
+    TransformerDecoderLayerAutoregressiveCache,
+)
 from .distance import (
     CosineSimilarity,
     CosineSimilarityConfig,
@@ -109,7 +119,7 @@ from .rnn import (
     RnnState,
 )
 from .rotary import RotaryEncoding, RotaryEncodingConfig
-from .store_rules import GRU_GATES, LSTM_GATES, NORM_FIRST_REMAPPING
+from .store_rules import DECODER_NORM_FIRST_REMAPPING, GRU_GATES, LSTM_GATES, NORM_FIRST_REMAPPING
 from .swiglu import SwiGlu, SwiGluConfig
 from .transformer import (
     PositionWiseFeedForward,
@@ -121,6 +131,7 @@ from .transformer import (
 )
 
 __all__ = [
+    "DECODER_NORM_FIRST_REMAPPING",
     "GRU_GATES",
     "KAIMING_UNIFORM",
     "LSTM_GATES",
@@ -187,6 +198,7 @@ __all__ = [
     "MaxPool1dConfig",
     "MaxPool2d",
     "MaxPool2dConfig",
+    "MhaCache",
     "MhaInput",
     "MhaOutput",
     "MultiHeadAttention",
@@ -222,6 +234,12 @@ __all__ = [
     "Swish",
     "Tanh",
     "TensorCache",
+    "TransformerDecoder",
+    "TransformerDecoderAutoregressiveCache",
+    "TransformerDecoderConfig",
+    "TransformerDecoderInput",
+    "TransformerDecoderLayer",
+    "TransformerDecoderLayerAutoregressiveCache",
     "TransformerEncoder",
     "TransformerEncoderConfig",
     "TransformerEncoderInput",
