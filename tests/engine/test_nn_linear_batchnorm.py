@@ -1,6 +1,7 @@
 """Two findings of issue 28 in modules the engine has: `Linear` on a rank-1 input (burn's
-`linear` `D == 1` branch) and its shape error naming the module; `BatchNorm` training on an
-empty batch (burn writes NaN into the running statistics, PyTorch leaves them unchanged)."""
+`linear` `D == 1` branch) and shape errors naming the module (Linear, LayerNorm, the
+recurrent and attention modules); `BatchNorm` training on an empty batch (burn writes NaN
+into the running statistics, PyTorch leaves them unchanged)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,20 @@ import torch
 from nn_support import AD, DTYPES, TOL, import_torch, leaf, rng_array, tensor
 
 from harness.engine.errors import ShapeError
-from harness.engine.module import LinearConfig
-from harness.engine.nn import BatchNormConfig, Initializer
+from harness.engine.module import LayerNormConfig, LinearConfig
+from harness.engine.nn import (
+    BatchNormConfig,
+    BiGruConfig,
+    BiLstmConfig,
+    BiRnnConfig,
+    CrossAttentionConfig,
+    GruConfig,
+    Initializer,
+    LstmConfig,
+    MhaInput,
+    MultiHeadAttentionConfig,
+    RnnConfig,
+)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -56,6 +69,38 @@ def test_linear_shape_error_names_the_module(shape):
     with pytest.raises(ShapeError) as error:
         linear(tensor(np.ones(shape)))
     assert str(error.value) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "run", "message"),
+    [
+        ("Lstm", lambda x: LstmConfig(3, 4, True).init(AD)(x), "[batch_size, seq_length, 3]"),
+        ("Gru", lambda x: GruConfig(3, 4, True).init(AD)(x), "[batch_size, seq_length, 3]"),
+        ("Rnn", lambda x: RnnConfig(3, 4, True).init(AD)(x), "[batch_size, seq_length, 3]"),
+        (
+            "BiLstm",
+            lambda x: BiLstmConfig(3, 4, True, batch_first=False).init(AD)(x),
+            "[seq_length, batch_size, 3]",
+        ),
+        ("BiGru", lambda x: BiGruConfig(3, 4, True).init(AD)(x), "[batch_size, seq_length, 3]"),
+        ("BiRnn", lambda x: BiRnnConfig(3, 4, True).init(AD)(x), "[batch_size, seq_length, 3]"),
+        (
+            "MultiHeadAttention",
+            lambda x: MultiHeadAttentionConfig(3, 1).init(AD)(MhaInput.self_attn(x)),
+            "[batch_size, seq_length (query), 3]",
+        ),
+        (
+            "CrossAttention",
+            lambda x: CrossAttentionConfig(3, 4, 1, 1, 3).init(AD)(x, x),
+            "[batch_size, l_q, 3]",
+        ),
+        ("LayerNorm", lambda x: LayerNormConfig(3).init(AD)(x), "[..., 3]"),
+    ],
+)
+def test_module_shape_errors_name_the_module(name, run, message):
+    with pytest.raises(ShapeError) as error:
+        run(tensor(np.ones((2, 5, 4))))
+    assert str(error.value) == f"{name}: expected an input of shape {message}, got shape [2, 5, 4]"
 
 
 def test_batch_norm_empty_batch_writes_nan_running_stats_as_burn():

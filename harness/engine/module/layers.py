@@ -164,6 +164,11 @@ class LayerNorm(Module):
         self.epsilon = epsilon
 
     def forward(self, x: Tensor) -> Tensor:
+        d_model = self.gamma.val().shape[0]
+        if x.ndim == 0 or x.shape[-1] != d_model:
+            raise ShapeError(
+                f"LayerNorm: expected an input of shape [..., {d_model}], got shape {fmt(x.shape)}"
+            )
         dim = len(x.shape) - 1
         mean = x.mean_dim(dim)
         centered = x - mean

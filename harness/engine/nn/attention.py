@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.engine.errors import expect_input
 from harness.engine.module import Config, DropoutConfig, Module
 from harness.engine.tensor import Tensor
 
@@ -161,6 +162,7 @@ class MultiHeadAttention(Module):
         self.quiet_softmax = quiet_softmax
 
     def forward(self, input: MhaInput) -> MhaOutput:
+        self._check(input)
         batch_size, seq_length_1, d_model = input.query.shape
         query = self._attention_linear(input.query, self.query)
         key = self._attention_linear(input.key, self.key)
@@ -175,6 +177,7 @@ class MultiHeadAttention(Module):
         """burn's `forward_cache`: the projections and the output Linear through `cache`
         (autoregressive: only the last position is computed and appended; full: computed
         once), the scores over everything cached so far."""
+        self._check(input)
         batch_size, seq_length_1, d_model = input.query.shape
         query = cache.query.forward(input.query, lambda t: self._attention_linear(t, self.query))
         key = cache.key.forward(input.key, lambda t: self._attention_linear(t, self.key))
@@ -184,6 +187,11 @@ class MultiHeadAttention(Module):
         context = weights.matmul(value).swap_dims(1, 2)
         context = context.reshape([batch_size, seq_length_1, d_model])
         return MhaOutput(weights, cache.output.forward(context, self.output))
+
+    def _check(self, input: MhaInput) -> None:
+        for name in ("query", "key", "value"):
+            layout = ["batch_size", f"seq_length ({name})", self.d_model]
+            expect_input("MultiHeadAttention", getattr(input, name).shape, layout)
 
     def attn_scores(self, query: Tensor, key: Tensor) -> Tensor:
         scores = query.matmul(key.transpose()).div_scalar(_f32_sqrt(self.d_k))

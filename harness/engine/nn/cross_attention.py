@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from harness.engine.errors import expect_input
 from harness.engine.module import Config, DropoutConfig, Module
 from harness.engine.tensor import Tensor
 
@@ -103,6 +104,7 @@ class CrossAttention(Module):
         self.quiet_softmax = config.quiet_softmax
 
     def forward(self, query: Tensor, context: Tensor, mask: Tensor | None = None) -> Tensor:
+        self._check(query, context)
         q = self.query(query)
         k, v = self._kv(self.key, context), self._kv(self.value, context)
         return self._attend(query.shape, q, k, v, mask)
@@ -110,10 +112,17 @@ class CrossAttention(Module):
     def forward_cache(
         self, query: Tensor, context: Tensor, mask: Tensor | None, cache: CrossAttentionCache
     ) -> Tensor:
+        self._check(query, context)
         q = self.query(query)
         k = cache.k.forward_full(context, lambda c: self._kv(self.key, c))
         v = cache.v.forward_full(context, lambda c: self._kv(self.value, c))
         return self._attend(query.shape, q, k, v, mask)
+
+    def _check(self, query: Tensor, context: Tensor) -> None:
+        d_model = self.query.weight.val().shape[0]
+        d_context = self.key.weight.val().shape[0]
+        expect_input("CrossAttention", query.shape, ["batch_size", "l_q", d_model])
+        expect_input("CrossAttention", context.shape, ["batch_size", "l_k", d_context])
 
     def _kv(self, layer, context: Tensor) -> Tensor:
         batch, l_k, _ = context.shape

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.engine.errors import expect_input
 from harness.engine.module import Config, Module
 from harness.engine.tensor import Tensor
 
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
-from .gate_controller import GateController
+from .gate_controller import GateController, input_layout
 
 __all__ = ["BiRnn", "BiRnnConfig", "Rnn", "RnnConfig", "RnnState"]
 
@@ -81,6 +82,7 @@ class Rnn(Module):
         self.hidden_activation = config.hidden_activation.init()
 
     def forward(self, x: Tensor, state: RnnState | None = None) -> tuple[Tensor, RnnState]:
+        expect_input("Rnn", x.shape, input_layout(self.batch_first, self.gate))
         if not self.batch_first:
             x = x.swap_dims(0, 1)
         steps = range(x.shape[1])
@@ -150,6 +152,7 @@ class BiRnn(Module):
 
     def run(self, x: Tensor, state: RnnState | None = None) -> tuple[Tensor, RnnState]:
         """burn's `BiRnn::forward`."""
+        expect_input("BiRnn", x.shape, input_layout(self.batch_first, self.forward.gate))
         if not self.batch_first:
             x = x.swap_dims(0, 1)
         first = second = None
