@@ -203,9 +203,9 @@ def _constant(like: Tensor, shape, value: float) -> Tensor:
 
 
 class InterpolateMode(enum.Enum):
-    """burn's `InterpolateMode` (crates/burn-std/src/ops.rs): the engine computes `Nearest`,
-    `Bilinear` and `Bicubic` as flex does. `NearestExact` raises flex's own panic text (flex
-    has no kernel for it); `Lanczos3` (a flex forward without a backward) is not modelled."""
+    """burn's `InterpolateMode` (crates/burn-std/src/ops.rs), computed as flex does.
+    `NearestExact` raises flex's own panic text (flex has no kernel for it); `Lanczos3` has a
+    forward and, as in flex, a backward that raises."""
 
     Nearest = "nearest"
     NearestExact = "nearest_exact"
@@ -233,8 +233,6 @@ def interpolate(x: Tensor, output_size, options: InterpolateOptions) -> Tensor:
     if mode is InterpolateMode.NearestExact:
         dtype = {"float32": "F32", "float64": "F64"}.get(x.dtype.name, x.dtype.name)
         raise ValueError(f"interpolate: unsupported mode NearestExact / dtype {dtype}")
-    if mode is InterpolateMode.Lanczos3:
-        raise ValueError("interpolate: mode Lanczos3 is not modelled by the engine")
     return _unary(
         interpolate_ops.INTERPOLATE, x, output_size=tuple(int(n) for n in output_size),
         mode=mode.value, align_corners=bool(options.align_corners),

@@ -168,6 +168,44 @@ def test_burn_nearest_backward_vectors():
     assert_burn_approx(grad, [[plane]], PERMISSIVE)
 
 
+def test_burn_lanczos3_vectors_and_missing_backward():
+    """tensor/float/module/lanczos3_interpolate.rs `test_upsample_interpolation` (rows 0-2),
+    `test_downsample_interpolation`, `test_upsample_2x` (row 0), `test_upsample_half_pixel`
+    (rows 0-1), Tolerance::permissive(); flex's `interpolate_backward` has no Lanczos3 arm."""
+    options = module_ops.InterpolateOptions("lanczos3")
+    up = module_ops.interpolate(tensor(_arange((2, 1, 7, 5))), (8, 7), options).numpy()
+    expected = [
+        [0.0, 0.5685, 1.3918, 2.0, 2.6082, 3.4315, 4.0],
+        [4.0822, 4.6507, 5.4740, 6.0822, 6.6904, 7.5137, 8.0822],
+        [8.7971, 9.3656, 10.1889, 10.7971, 11.4053, 12.2286, 12.7971],
+    ]
+    assert_burn_approx(up[0, 0, :3], expected, PERMISSIVE)
+    down = module_ops.interpolate(tensor(_arange((1, 1, 45, 14))), (4, 6), options).numpy()
+    expected = [
+        [0.0, 2.6107, 5.1803, 7.8197, 10.3893, 13.0],
+        [205.5606, 208.1713, 210.7408, 213.3802, 215.9498, 218.5606],
+        [410.4395, 413.0502, 415.6198, 418.2592, 420.8287, 423.4395],
+        [616.0, 618.6107, 621.1803, 623.8197, 626.3893, 629.0],
+    ]
+    assert_burn_approx(down[0, 0], expected, PERMISSIVE)
+    x = tensor(_arange((1, 1, 4, 4)))
+    two = module_ops.interpolate(x, (8, 8), options).numpy()
+    row = [0.0, 0.2972, 0.8164, 1.3131, 1.6869, 2.1836, 2.7028, 3.0]
+    assert_burn_approx(two[0, 0, 0], row, PERMISSIVE)
+    half = module_ops.interpolate(x, (8, 8), options.with_align_corners(False)).numpy()
+    expected = [
+        [-0.4626, -0.2276, 0.3055, 0.9087, 1.3512, 1.9543, 2.4875, 2.7225],
+        [0.4773, 0.7123, 1.2454, 1.8486, 2.2911, 2.8942, 3.4274, 3.6623],
+    ]
+    assert_burn_approx(half[0, 0, :2], expected, PERMISSIVE)
+    xe = leaf(_arange((1, 1, 4, 4)))
+    out = module_ops.interpolate(xe, (8, 8), options)
+    with pytest.raises(
+        ValueError, match=r"^interpolate_backward: unsupported mode Lanczos3 / dtype F32$"
+    ):
+        out.sum().backward()
+
+
 def test_interpolate_errors():
     with pytest.raises(ShapeError, match=r"^interpolate: input spatial dimensions must be > 0$"):
         module_ops.interpolate(tensor(np.zeros((1, 1, 0, 3))), (2, 2), _options("nearest", True))

@@ -1,4 +1,5 @@
-"""2-D interpolation (nearest, bilinear, bicubic) with its VJP, as burn-flex computes it.
+"""2-D interpolation (nearest, bilinear, bicubic, Lanczos3) with its VJP, as burn-flex computes
+it (Lanczos3 has no VJP in flex: its backward raises flex's panic text).
 
 burn reference (commit 2c06be351006851d42fdb6df16b976f4a82d9747): burn-flex/src/ops/
 interpolate.rs (`coord_ratio`, `map_coord`, `nearest_index_map`, `interpolate_*_impl`,
@@ -15,6 +16,8 @@ Coordinates, in float64 as flex computes them:
   `a(1-wx)(1-wy) + b wx(1-wy) + c(1-wx)wy + d wx wy` from left to right.
 - bicubic: Keys' kernel with a = -0.75, taps `floor(src) - 1 .. floor(src) + 2` clamped to
   the edges, the 16 products (y taps outer) summed in float64 and rounded once.
+- Lanczos3: `sinc(t) sinc(t / 3)` weights over taps `floor(src) - 2 .. floor(src) + 3`,
+  out-of-range taps skipped, the float64 sum divided by the sum of the used weights.
 The VJPs scatter each output gradient to the same taps, output pixel by output pixel in
 row-major order (bicubic: each tap's float64 product rounded to the dtype, then added).
 
@@ -40,7 +43,8 @@ from .pool import PoolGrads
 
 __all__ = ["INTERPOLATE_MODES", "interpolate", "interpolate_backward"]
 
-INTERPOLATE_MODES = ("nearest", "bilinear", "bicubic")
+INTERPOLATE_MODES = ("nearest", "bilinear", "bicubic", "lanczos3")
+_FLEX_DTYPE = {"float32": "F32", "float64": "F64"}
 _LAYOUT = "[batch, channels, height, width]"
 _CUBIC_A = -0.75
 
@@ -93,7 +97,30 @@ def _bicubic_taps(in_size: int, out_size: int, align_corners: bool) -> _Taps:
     return _Taps(index, weight)
 
 
+def _lanczos3_weight(t: np.ndarray) -> np.ndarray:
+    """flex `lanczos3_weight`: 1 at 0, `sin(pi t) sin(pi t / 3) / (pi t * pi t / 3)` inside
+    |t| < 3, 0 outside."""
+    pi_t = np.pi * t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inside = (np.sin(pi_t) * np.sin(pi_t / 3.0)) / (pi_t * (pi_t / 3.0))
+    return np.where(t == 0.0, 1.0, np.where(np.abs(t) >= 3.0, 0.0, inside))
+
+
+def _lanczos3_taps(in_size: int, out_size: int, align_corners: bool) -> _Taps:
+    """Six taps per output coordinate; a tap outside the input gets weight 0 (flex skips it,
+    and a 0 weight adds +0.0 to both of its float64 sums), its index clamped to be valid."""
+    src = _coords(in_size, out_size, align_corners)
+    base = np.floor(src)
+    offsets = np.arange(-2, 4)
+    index = base[:, None].astype(np.int64) + offsets
+    weight = _lanczos3_weight(src[:, None] - (base[:, None] + offsets))
+    weight = np.where((index >= 0) & (index < in_size), weight, 0.0)
+    return _Taps(np.clip(index, 0, in_size - 1), weight)
+
+
 def _taps(mode: str, in_size: int, out_size: int, align_corners: bool) -> _Taps:
+    if mode == "lanczos3":
+        return _lanczos3_taps(in_size, out_size, align_corners)
     if mode == "nearest":
         return _nearest_taps(in_size, out_size)
     if mode == "bilinear":
@@ -125,6 +152,8 @@ def interpolate(x: np.ndarray, output_size, mode: str, align_corners: bool) -> n
         return np.ascontiguousarray(x[:, :, ty.index[:, 0]][:, :, :, tx.index[:, 0]])
     if mode == "bilinear":
         return _bilinear(x, ty, tx, dtype)
+    if mode == "lanczos3":
+        return _lanczos3(x, ty, tx, dtype)
     return _bicubic(x, ty, tx, dtype)
 
 
@@ -157,9 +186,33 @@ def _bicubic(x: np.ndarray, ty: _Taps, tx: _Taps, dtype) -> np.ndarray:
     return total.astype(dtype)
 
 
+def _lanczos3(x: np.ndarray, ty: _Taps, tx: _Taps, dtype) -> np.ndarray:
+    """flex `lanczos3_sample`: `sum(value * (wy * wx)) / sum(wy * wx)` in float64 over the used
+    taps (y outer), not divided when the weight sum is 0, rounded once. A skipped tap's
+    product is taken as +0.0 (its clamped value may be inf or NaN)."""
+    x64 = x.astype(np.float64)
+    out_shape = (*x.shape[:2], ty.index.shape[0], tx.index.shape[0])
+    total, weight_sum = np.zeros(out_shape), np.zeros(out_shape[2:])
+    for i in range(ty.index.shape[1]):
+        rows = x64[:, :, ty.index[:, i]]
+        for j in range(tx.index.shape[1]):
+            weight = ty.weight[:, i, None] * tx.weight[None, :, j]
+            used = weight != 0.0
+            with np.errstate(invalid="ignore"):
+                total += np.where(used, rows[..., tx.index[:, j]] * weight, 0.0)
+            weight_sum += weight
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = np.where(weight_sum != 0.0, total / weight_sum, total)
+    return total.astype(dtype)
+
+
 def interpolate_backward(grad: np.ndarray, x_shape, mode: str, align_corners: bool) -> PoolGrads:
     """The VJP of `interpolate`: flex `interpolate_*_backward_impl`, the input's gradient."""
     dtype = check_float("interpolate", grad)
+    if mode == "lanczos3":  # flex's interpolate_backward has no Lanczos3 arm (module.rs)
+        raise ValueError(
+            f"interpolate_backward: unsupported mode Lanczos3 / dtype {_FLEX_DTYPE[dtype.name]}"
+        )
     x_shape = tuple(int(n) for n in x_shape)
     out_h, out_w = _check_args(x_shape, grad.shape[2:], mode)
     if grad.ndim != 4 or grad.shape[:2] != x_shape[:2]:

@@ -9,8 +9,8 @@ PyTorch differences (`nn.Upsample` / `F.interpolate`):
   nearest ignores it).
 - burn's mode names are `Nearest`, `NearestExact`, `Linear` (bilinear; the 1-D module runs it
   on a `[N, C, 1, L]` plane, PyTorch's `linear`), `Cubic` (bicubic, also for 1-D, where
-  PyTorch has no cubic mode) and `Lanczos`. On flex `NearestExact` panics (no kernel); the
-  engine does not model `Lanczos`.
+  PyTorch has no cubic mode) and `Lanczos` (Lanczos3; no PyTorch counterpart, and no
+  backward on flex: its gradient raises). On flex `NearestExact` panics (no kernel).
 - With `scale_factor`, burn computes the output size `floor(size * scale)` and then maps with
   the ratio `in / out`; PyTorch maps with `1 / scale_factor` unless
   `recompute_scale_factor=True`, so the two sample different points when `size * scale` is
