@@ -46,3 +46,16 @@ class MissingRuleError(KeyError):
 class RuleArityError(TypeError):
     """A backward rule that does not return one gradient per input of its op: refused when it
     is registered (from its `-> tuple[Grad, ...]` annotation) and when it runs."""
+
+
+def expect_input(module: str, shape, layout) -> None:
+    """Raise a ShapeError naming `module` unless `shape` fits `layout`, one entry per dim: an
+    int is a fixed size, a str names a free one (`["batch_size", "seq_length", 3]`). burn
+    checks these through its types or panics deeper down, in an op that names no module."""
+    fits = len(shape) == len(layout) and all(
+        isinstance(want, str) or int(got) == want for got, want in zip(shape, layout, strict=False)
+    )
+    if not fits:
+        expected = ", ".join(str(want) for want in layout)
+        got = ", ".join(str(int(n)) for n in shape)
+        raise ShapeError(f"{module}: expected an input of shape [{expected}], got shape [{got}]")

@@ -1,8 +1,8 @@
 """burn's `burn::tensor::module` functions (crates/burn-tensor/src/tensor/module.rs, burn commit
 2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`,
 `conv_transpose2d` (with `ConvOptions` / `ConvTransposeOptions`), `max_pool1d/2d`,
-`avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `embedding`, and the constant `pad` of burn's
-`Tensor::pad`.
+`avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `embedding`, `interpolate` (with
+`InterpolateOptions` / `InterpolateMode`), and the constant `pad` of burn's `Tensor::pad`.
 
 Each op is one primitive registered in harness.engine.ops (linalg.py, conv.py, pool.py:
 forward, rule and op-matrix facts), the convolutions and pools over the NumPy kernels of
@@ -12,17 +12,21 @@ is a composite (`cat` with constant blocks), as burn's `pad` builds it from tens
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.engine.autodiff import NONE
 from harness.engine.methods import ternary_result, unary_result, variadic_result
 from harness.engine.ops import conv, linalg, pool
+from harness.engine.ops import interpolate as interpolate_ops
 from harness.engine.tensor import Tensor
 
 __all__ = [
     "ConvOptions",
     "ConvTransposeOptions",
+    "InterpolateMode",
+    "InterpolateOptions",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
     "avg_pool1d",
@@ -31,6 +35,7 @@ __all__ = [
     "conv2d",
     "conv_transpose2d",
     "embedding",
+    "interpolate",
     "linear",
     "max_pool1d",
     "max_pool2d",
@@ -56,7 +61,13 @@ def _unary(op, x: Tensor, **params) -> Tensor:
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`x @ weight (+ bias)`, weight `[d_in, d_out]`: one graph node with a bias (burn's
-    `LinearWithBias`, harness.engine.ops.linalg.linear), the matmul alone without."""
+    `LinearWithBias`, harness.engine.ops.linalg.linear), the matmul alone without.
+
+    A rank-1 `x` `[d_in]` runs as a batch of one and comes back `[d_out]`, as burn's `D == 1`
+    branch does (`unsqueeze::<2>()`, `linear`, `squeeze_dim(0)`: two more graph nodes), which
+    is also what `torch.nn.functional.linear` accepts."""
+    if x.ndim == 1:
+        return linear(x.unsqueeze(), weight, bias).squeeze_dim(0)
     if bias is None:
         return x.matmul(weight)
     op = linalg.LINEAR
@@ -189,3 +200,40 @@ def pad(x: Tensor, padding: tuple[int, int, int, int], value: float = 0.0) -> Te
 
 def _constant(like: Tensor, shape, value: float) -> Tensor:
     return Tensor.full(shape, value, like.device, dtype=like.dtype)
+
+
+class InterpolateMode(enum.Enum):
+    """burn's `InterpolateMode` (crates/burn-std/src/ops.rs), computed as flex does.
+    `NearestExact` raises flex's own panic text (flex has no kernel for it); `Lanczos3` has a
+    forward and, as in flex, a backward that raises."""
+
+    Nearest = "nearest"
+    NearestExact = "nearest_exact"
+    Bilinear = "bilinear"
+    Bicubic = "bicubic"
+    Lanczos3 = "lanczos3"
+
+
+@dataclass(frozen=True)
+class InterpolateOptions:
+    """burn's `InterpolateOptions::new(mode)`: `align_corners` defaults to True (PyTorch's
+    `F.interpolate` to False); `mode` is an `InterpolateMode` or its value (`"bilinear"`)."""
+
+    mode: InterpolateMode | str
+    align_corners: bool = True
+
+    def with_align_corners(self, align_corners: bool) -> InterpolateOptions:
+        return InterpolateOptions(self.mode, align_corners)
+
+
+def interpolate(x: Tensor, output_size, options: InterpolateOptions) -> Tensor:
+    """burn's `module::interpolate(x, output_size, options)`: x `[N, C, H, W]` ->
+    `[N, C, out_h, out_w]`, one graph node (harness.engine.ops.interpolate)."""
+    mode = InterpolateMode(options.mode)
+    if mode is InterpolateMode.NearestExact:
+        dtype = {"float32": "F32", "float64": "F64"}.get(x.dtype.name, x.dtype.name)
+        raise ValueError(f"interpolate: unsupported mode NearestExact / dtype {dtype}")
+    return _unary(
+        interpolate_ops.INTERPOLATE, x, output_size=tuple(int(n) for n in output_size),
+        mode=mode.value, align_corners=bool(options.align_corners),
+    )  # fmt: skip

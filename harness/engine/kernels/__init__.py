@@ -1,5 +1,6 @@
-"""Numerical kernels on NumPy arrays (never torch): convolution, pooling and embedding, each a
-forward function and a VJP ("backward") that returns a dataclass of named input gradients.
+"""Numerical kernels on NumPy arrays (never torch): convolution, pooling, embedding and
+interpolation, each a forward function and a VJP ("backward") that returns a dataclass of
+named input gradients.
 
 Pure functions: inputs are never written; outputs are fresh C-contiguous arrays of the input's
 float dtype (float32 or float64, never promoted). The engine registers them as primitives.
@@ -29,6 +30,7 @@ from .conv import (
     conv_transpose2d_backward,
 )
 from .embedding import EmbeddingGrads, embedding, embedding_backward
+from .interpolate import INTERPOLATE_MODES, interpolate, interpolate_backward
 from .pool import (
     MaxPoolOutput,
     PoolGrads,
@@ -43,6 +45,7 @@ from .pool import (
 )
 
 __all__ = [
+    "INTERPOLATE_MODES",
     "ConvForward",
     "ConvGrads",
     "EmbeddingGrads",
@@ -67,6 +70,8 @@ __all__ = [
     "conv_transpose2d_backward",
     "embedding",
     "embedding_backward",
+    "interpolate",
+    "interpolate_backward",
     "max_pool1d",
     "max_pool1d_backward",
     "max_pool2d",

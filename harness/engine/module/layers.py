@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from harness.engine.errors import ShapeError
+from harness.engine.kernels._common import fmt
 from harness.engine.module.core import Config, Module, Param, rust_float, value_rng
 from harness.engine.module_ops import linear
 from harness.engine.tensor import Tensor
@@ -63,6 +65,16 @@ class Linear(Module):
         self.bias = bias
 
     def forward(self, x: Tensor) -> Tensor:
+        """`x` `[..., d_input]` (rank 1 included, as burn's `linear`) -> `[..., d_output]`.
+
+        A last dim other than `d_input` raises a ShapeError naming the module (burn panics
+        inside the matmul with the backend's text, which does not say which layer)."""
+        d_input = self.weight._value.shape[0]
+        if x.ndim == 0 or x.shape[-1] != d_input:
+            last = x.shape[-1] if x.ndim else "none (rank 0)"
+            raise ShapeError(
+                f"Linear: input last dim {last} != d_input {d_input} (input shape {fmt(x.shape)})"
+            )
         # burn's `linear(input, weight, bias)`: with a bias, one graph node (module_ops.linear).
         bias = self.bias
         return linear(x, self.weight._value, None if bias is None else bias._value)
@@ -152,6 +164,11 @@ class LayerNorm(Module):
         self.epsilon = epsilon
 
     def forward(self, x: Tensor) -> Tensor:
+        d_model = self.gamma.val().shape[0]
+        if x.ndim == 0 or x.shape[-1] != d_model:
+            raise ShapeError(
+                f"LayerNorm: expected an input of shape [..., {d_model}], got shape {fmt(x.shape)}"
+            )
         dim = len(x.shape) - 1
         mean = x.mean_dim(dim)
         centered = x - mean

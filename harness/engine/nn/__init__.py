@@ -2,10 +2,12 @@
 and the vision primitives (burn 2c06be351006851d42fdb6df16b976f4a82d9747, crates/burn-nn/src/
 modules/):
 
-- sequence: attention and its masks, the transformer encoder, positional and rotary
-  encodings, LSTM / BiLSTM / GRU / BiGRU;
-- vision: convolutions, pooling, normalisation, embeddings, activation modules, padding
-  configs;
+- sequence: attention and its masks, cross-attention and its cache, the transformer
+  encoder and decoder (with its autoregressive cache), positional and rotary encodings,
+  LSTM / BiLSTM / GRU / BiGRU / RNN / BiRNN;
+- vision: convolutions, pooling, normalisation (with local response norm), embeddings,
+  activation modules (with SwiGLU), padding configs, pixel (un)shuffle, interpolation;
+- the distance modules (cosine similarity, pairwise distance) and Gaussian noise;
 - the initializers both use (burn's `Initializer` variants).
 
 Each file cites the burn files it follows and lists where burn and PyTorch differ. Importing
@@ -30,16 +32,42 @@ from .activation_modules import (
     Tanh,
 )
 from .attention import (
+    MhaCache,
     MhaInput,
     MhaOutput,
     MultiHeadAttention,
     MultiHeadAttentionConfig,
     quiet_softmax,
 )
+from .cache import TensorCache
 from .conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig
+from .cross_attention import CrossAttention, CrossAttentionCache, CrossAttentionConfig
+from .decoder import (
+    TransformerDecoder,
+    TransformerDecoderAutoregressiveCache,
+    TransformerDecoderConfig,
+    TransformerDecoderInput,
+    TransformerDecoderLayer,
+    TransformerDecoderLayerAutoregressiveCache,
+)
+from .distance import (
+    CosineSimilarity,
+    CosineSimilarityConfig,
+    PairwiseDistance,
+    PairwiseDistanceConfig,
+)
 from .embedding import Embedding, EmbeddingConfig
 from .initializer import KAIMING_UNIFORM, XAVIER_NORMAL, Initializer
+from .interpolate import (
+    Interpolate1d,
+    Interpolate1dConfig,
+    Interpolate2d,
+    Interpolate2dConfig,
+    InterpolateMode,
+)
+from .local_response_norm import LocalResponseNorm, LocalResponseNormConfig
 from .mask import GeneratePaddingMask, generate_autoregressive_mask, generate_padding_mask
+from .noise import GaussianNoise, GaussianNoiseConfig
 from .norm import (
     BatchNorm,
     BatchNormConfig,
@@ -52,6 +80,12 @@ from .norm import (
     RunningState,
 )
 from .padding import PaddingConfig1d, PaddingConfig2d
+from .pixel_shuffle import (
+    PixelShuffle,
+    PixelShuffleConfig,
+    PixelUnshuffle,
+    PixelUnshuffleConfig,
+)
 from .pool import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool1dConfig,
@@ -72,15 +106,21 @@ from .rnn import (
     BiGruConfig,
     BiLstm,
     BiLstmConfig,
+    BiRnn,
+    BiRnnConfig,
     GateController,
     Gru,
     GruConfig,
     Lstm,
     LstmConfig,
     LstmState,
+    Rnn,
+    RnnConfig,
+    RnnState,
 )
 from .rotary import RotaryEncoding, RotaryEncodingConfig
-from .store_rules import GRU_GATES, LSTM_GATES, NORM_FIRST_REMAPPING
+from .store_rules import DECODER_NORM_FIRST_REMAPPING, GRU_GATES, LSTM_GATES, NORM_FIRST_REMAPPING
+from .swiglu import SwiGlu, SwiGluConfig
 from .transformer import (
     PositionWiseFeedForward,
     PositionWiseFeedForwardConfig,
@@ -91,6 +131,7 @@ from .transformer import (
 )
 
 __all__ = [
+    "DECODER_NORM_FIRST_REMAPPING",
     "GRU_GATES",
     "KAIMING_UNIFORM",
     "LSTM_GATES",
@@ -112,15 +153,24 @@ __all__ = [
     "BiGruConfig",
     "BiLstm",
     "BiLstmConfig",
+    "BiRnn",
+    "BiRnnConfig",
     "Conv1d",
     "Conv1dConfig",
     "Conv2d",
     "Conv2dConfig",
     "ConvTranspose2d",
     "ConvTranspose2dConfig",
+    "CosineSimilarity",
+    "CosineSimilarityConfig",
+    "CrossAttention",
+    "CrossAttentionCache",
+    "CrossAttentionConfig",
     "Embedding",
     "EmbeddingConfig",
     "GateController",
+    "GaussianNoise",
+    "GaussianNoiseConfig",
     "Gelu",
     "GeneratePaddingMask",
     "GroupNorm",
@@ -132,8 +182,15 @@ __all__ = [
     "Initializer",
     "InstanceNorm",
     "InstanceNormConfig",
+    "Interpolate1d",
+    "Interpolate1dConfig",
+    "Interpolate2d",
+    "Interpolate2dConfig",
+    "InterpolateMode",
     "LeakyRelu",
     "LeakyReluConfig",
+    "LocalResponseNorm",
+    "LocalResponseNormConfig",
     "Lstm",
     "LstmConfig",
     "LstmState",
@@ -141,6 +198,7 @@ __all__ = [
     "MaxPool1dConfig",
     "MaxPool2d",
     "MaxPool2dConfig",
+    "MhaCache",
     "MhaInput",
     "MhaOutput",
     "MultiHeadAttention",
@@ -149,12 +207,21 @@ __all__ = [
     "PReluConfig",
     "PaddingConfig1d",
     "PaddingConfig2d",
+    "PairwiseDistance",
+    "PairwiseDistanceConfig",
+    "PixelShuffle",
+    "PixelShuffleConfig",
+    "PixelUnshuffle",
+    "PixelUnshuffleConfig",
     "PositionWiseFeedForward",
     "PositionWiseFeedForwardConfig",
     "PositionalEncoding",
     "PositionalEncodingConfig",
     "RmsNorm",
     "RmsNormConfig",
+    "Rnn",
+    "RnnConfig",
+    "RnnState",
     "RotaryEncoding",
     "RotaryEncodingConfig",
     "RunningState",
@@ -162,8 +229,17 @@ __all__ = [
     "Sigmoid",
     "Softplus",
     "SoftplusConfig",
+    "SwiGlu",
+    "SwiGluConfig",
     "Swish",
     "Tanh",
+    "TensorCache",
+    "TransformerDecoder",
+    "TransformerDecoderAutoregressiveCache",
+    "TransformerDecoderConfig",
+    "TransformerDecoderInput",
+    "TransformerDecoderLayer",
+    "TransformerDecoderLayerAutoregressiveCache",
     "TransformerEncoder",
     "TransformerEncoderConfig",
     "TransformerEncoderInput",

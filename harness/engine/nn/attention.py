@@ -1,6 +1,7 @@
 """burn's multi-head attention (crates/burn-nn/src/modules/attention/mha.rs, burn
 2c06be351006851d42fdb6df16b976f4a82d9747): `MultiHeadAttentionConfig`, `MultiHeadAttention`,
-`MhaInput`, `MhaOutput`, and burn-tensor's `quiet_softmax` (activation/base.rs).
+`MhaInput`, `MhaOutput`, `MhaCache` (autoregressive decoding), and burn-tensor's
+`quiet_softmax` (activation/base.rs).
 
 Built from engine ops in burn's order, so its gradient comes from the primitives' rules.
 """
@@ -11,12 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.engine.errors import expect_input
 from harness.engine.module import Config, DropoutConfig, Module
 from harness.engine.tensor import Tensor
 
+from .cache import TensorCache
 from .initializer import KAIMING_UNIFORM, Initializer, linear
 
 __all__ = [
+    "MhaCache",
     "MhaInput",
     "MhaOutput",
     "MultiHeadAttention",
@@ -158,6 +162,7 @@ class MultiHeadAttention(Module):
         self.quiet_softmax = quiet_softmax
 
     def forward(self, input: MhaInput) -> MhaOutput:
+        self._check(input)
         batch_size, seq_length_1, d_model = input.query.shape
         query = self._attention_linear(input.query, self.query)
         key = self._attention_linear(input.key, self.key)
@@ -167,6 +172,26 @@ class MultiHeadAttention(Module):
         context = weights.matmul(value).swap_dims(1, 2)
         context = context.reshape([batch_size, seq_length_1, d_model])
         return MhaOutput(weights, self.output(context))
+
+    def forward_cache(self, input: MhaInput, cache: MhaCache) -> MhaOutput:
+        """burn's `forward_cache`: the projections and the output Linear through `cache`
+        (autoregressive: only the last position is computed and appended; full: computed
+        once), the scores over everything cached so far."""
+        self._check(input)
+        batch_size, seq_length_1, d_model = input.query.shape
+        query = cache.query.forward(input.query, lambda t: self._attention_linear(t, self.query))
+        key = cache.key.forward(input.key, lambda t: self._attention_linear(t, self.key))
+        value = cache.value.forward(input.value, lambda t: self._attention_linear(t, self.value))
+        scores = self.attn_scores(query, key)
+        weights = self.attn_weights(scores, input.mask_pad, input.mask_attn)
+        context = weights.matmul(value).swap_dims(1, 2)
+        context = context.reshape([batch_size, seq_length_1, d_model])
+        return MhaOutput(weights, cache.output.forward(context, self.output))
+
+    def _check(self, input: MhaInput) -> None:
+        for name in ("query", "key", "value"):
+            layout = ["batch_size", f"seq_length ({name})", self.d_model]
+            expect_input("MultiHeadAttention", getattr(input, name).shape, layout)
 
     def attn_scores(self, query: Tensor, key: Tensor) -> Tensor:
         scores = query.matmul(key.transpose()).div_scalar(_f32_sqrt(self.d_k))
@@ -194,3 +219,37 @@ class MultiHeadAttention(Module):
 def _f32_sqrt(n: int) -> float:
     """burn's `(d_k as f32).sqrt()`: the square root rounded to float32."""
     return float(np.sqrt(np.float32(n)))
+
+
+@dataclass
+class MhaLinearCache:
+    """burn's `MhaLinearCache`: `Autoregressive(cache, dim)` (`dim` set: append the last
+    position along it) or `Full(cache)` (`dim` None: compute once)."""
+
+    cache: TensorCache
+    dim: int | None
+
+    def forward(self, tensor: Tensor, func) -> Tensor:
+        if self.dim is None:
+            return self.cache.forward_full(tensor, func)
+        return self.cache.forward_autoregressive(tensor, self.dim, func)
+
+
+@dataclass
+class MhaCache:
+    """burn's `MhaCache`: `autoregressive()` for self-attention (queries, keys and values
+    grow along dim 2, outputs along dim 1); `autoregressive_cross_attention()` keeps the
+    keys and values of a fixed memory."""
+
+    query: MhaLinearCache
+    key: MhaLinearCache
+    value: MhaLinearCache
+    output: MhaLinearCache
+
+    @classmethod
+    def autoregressive(cls) -> MhaCache:
+        return cls(*(MhaLinearCache(TensorCache.empty(), d) for d in (2, 2, 2, 1)))
+
+    @classmethod
+    def autoregressive_cross_attention(cls) -> MhaCache:
+        return cls(*(MhaLinearCache(TensorCache.empty(), d) for d in (2, None, None, 1)))

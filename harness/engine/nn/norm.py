@@ -152,6 +152,12 @@ class BatchNorm(Module):
     - PyTorch's `num_batches_tracked` (and `momentum=None`, a cumulative average) has no
       burn counterpart; the importer reports that key unused.
     - Rank < 2 raises burn's panic text; PyTorch's message differs.
+    - An empty batch (`[0, channels, ...]`) in training gives an empty output and zero
+      gamma / beta gradients, as PyTorch, but writes NaN into both running statistics: burn's
+      `forward_train` (batch.rs) has no empty-input branch, so its batch mean and variance are
+      flex's `mean_dim` over an empty dim, 0 / 0 = NaN, and `(1 - m) * old + m * NaN` is NaN.
+      PyTorch skips the update and leaves the running statistics unchanged (it still counts
+      the batch in `num_batches_tracked`).
     """
 
     def __init__(

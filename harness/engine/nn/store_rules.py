@@ -11,16 +11,21 @@ cannot be split at all. The rules below are an engine extension built on the `un
   `<gate>.hidden_transform.weight` / the two biases of the gate in `LSTM_GATES` order; the
   Linear rule then transposes each weight. The two biases stay two biases (burn has one per
   Linear), so nothing is summed.
-- `BiLstm` / `BiGru`: the `*_l0` tensors go to `forward`, the `*_l0_reverse` ones to
+- `BiLstm` / `BiGru` / `BiRnn`: the `*_l0` tensors go to `forward`, the `*_l0_reverse` ones to
   `reverse`, which the Lstm / Gru rule then splits.
 - `Gru`: the same with three chunks in PyTorch's order r, z, n (`GRU_GATES`).
+- `Rnn`: the same with one chunk, burn's single `gate`; `BiRnn` as BiLstm.
 - `MultiHeadAttention`: `in_proj_weight` `[3*d_model, d_model]` / `in_proj_bias` (order q, k,
   v) become `query` / `key` / `value`; separate `q_proj_weight` / `k_proj_weight` /
-  `v_proj_weight` (PyTorch with kdim / vdim) too; `out_proj` is `output`.
+  `v_proj_weight` (PyTorch with kdim / vdim) too; `out_proj` is `output`. `CrossAttention`
+  takes the same rule (PyTorch's `nn.MultiheadAttention` with `kdim = vdim = d_context`).
 - `TransformerEncoderLayer`: `self_attn` is `mha`, `linear1` / `linear2` are
   `pwff.linear_inner` / `pwff.linear_outer`, `norm1` / `norm2` are `norm_1` / `norm_2`.
   That pairing is right for post-norm layers only; for `norm_first=True` remap first with
   `NORM_FIRST_REMAPPING` (see TransformerEncoderLayer).
+- `TransformerDecoderLayer`: `multihead_attn` is `cross_attn` (`self_attn` keeps its name),
+  `linear1` / `linear2` as in the encoder, `norm1..3` are `norm_1..3` (post-norm; pre-norm
+  layers remap first with `DECODER_NORM_FIRST_REMAPPING`).
 
 Only single-layer tensors (`_l0`) are mapped: burn's recurrent modules have one layer.
 """
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 from harness.engine.store.registry import PyTorchRule, register_pytorch_rule, split_snapshot
 
-__all__ = ["GRU_GATES", "LSTM_GATES", "NORM_FIRST_REMAPPING"]
+__all__ = ["DECODER_NORM_FIRST_REMAPPING", "GRU_GATES", "LSTM_GATES", "NORM_FIRST_REMAPPING"]
 
 LSTM_GATES = ("input_gate", "forget_gate", "cell_gate", "output_gate")
 """burn's gate field for each chunk of PyTorch's packed LSTM tensors (i, f, g, o)."""
@@ -40,6 +45,15 @@ GRU_GATES = ("reset_gate", "update_gate", "new_gate")
 NORM_FIRST_REMAPPING = ((r"\.norm1\.", ".norm_2."), (r"\.norm2\.", ".norm_1."))
 """`KeyRemapper` patterns (applied in order) for a PyTorch `norm_first=True` encoder layer:
 PyTorch's pre-attention `norm1` is burn's `norm_2`, its pre-feed-forward `norm2` is `norm_1`."""
+
+DECODER_NORM_FIRST_REMAPPING = (
+    (r"\.norm1\.", ".norm_3."),
+    (r"\.norm2\.", ".norm_1."),
+    (r"\.norm3\.", ".norm_2."),
+)
+"""The same for a PyTorch `norm_first=True` decoder layer: its pre-self-attention `norm1` is
+burn's `norm_3`, its pre-cross-attention `norm2` is `norm_1`, its pre-feed-forward `norm3` is
+`norm_2`."""
 
 _PACKED = {
     "weight_ih": "input_transform.weight",
@@ -97,31 +111,51 @@ def _mha_unpack(path: str, snapshots: dict) -> dict:
     return snapshots
 
 
-_LAYER_RENAMES = {
+_ENCODER_RENAMES = {
     "self_attn.": "mha.",
     "linear1.": "pwff.linear_inner.",
     "linear2.": "pwff.linear_outer.",
     "norm1.": "norm_1.",
     "norm2.": "norm_2.",
 }
+_DECODER_RENAMES = {
+    "multihead_attn.": "cross_attn.",
+    "linear1.": "pwff.linear_inner.",
+    "linear2.": "pwff.linear_outer.",
+    "norm1.": "norm_1.",
+    "norm2.": "norm_2.",
+    "norm3.": "norm_3.",
+}
 
 
-def _encoder_layer_unpack(path: str, snapshots: dict) -> dict:
-    prefix = _key(path, "")
-    for key in list(snapshots):
-        if not key.startswith(prefix):
-            continue
-        rest = key[len(prefix) :]
-        for old, new in _LAYER_RENAMES.items():
-            if rest.startswith(old):
-                _move(snapshots, key, prefix + new + rest[len(old) :])
-                break
-    return snapshots
+def _layer_unpack(renames: dict):
+    """Rename the keys under the layer's path that start with a PyTorch field name."""
+
+    def unpack(path: str, snapshots: dict) -> dict:
+        prefix = _key(path, "")
+        for key in list(snapshots):
+            if not key.startswith(prefix):
+                continue
+            rest = key[len(prefix) :]
+            for old, new in renames.items():
+                if rest.startswith(old):
+                    _move(snapshots, key, prefix + new + rest[len(old) :])
+                    break
+        return snapshots
+
+    return unpack
 
 
 register_pytorch_rule("Lstm", PyTorchRule(unpack=_gates_unpack(LSTM_GATES)))
 register_pytorch_rule("Gru", PyTorchRule(unpack=_gates_unpack(GRU_GATES)))
+register_pytorch_rule("Rnn", PyTorchRule(unpack=_gates_unpack(("gate",))))
+register_pytorch_rule("BiRnn", PyTorchRule(unpack=_bidirectional_unpack))
 register_pytorch_rule("BiLstm", PyTorchRule(unpack=_bidirectional_unpack))
 register_pytorch_rule("BiGru", PyTorchRule(unpack=_bidirectional_unpack))
 register_pytorch_rule("MultiHeadAttention", PyTorchRule(unpack=_mha_unpack))
-register_pytorch_rule("TransformerEncoderLayer", PyTorchRule(unpack=_encoder_layer_unpack))
+register_pytorch_rule("CrossAttention", PyTorchRule(unpack=_mha_unpack))
+for _layer, _renames in (
+    ("TransformerEncoderLayer", _ENCODER_RENAMES),
+    ("TransformerDecoderLayer", _DECODER_RENAMES),
+):
+    register_pytorch_rule(_layer, PyTorchRule(unpack=_layer_unpack(_renames)))

@@ -143,11 +143,15 @@ def mean_dim(x: Array, /, dim: int) -> tuple[Array, Mean]:
     """Mean over `dim`, keeping it with size 1 (PyTorch drops it by default)."""
     d = norm_dim("mean_dim", dim, x.ndim)
     n = x.dtype.type(x.shape[d])
-    return np.add.reduce(x, axis=d, keepdims=True) / n, Mean(x.shape, n)
+    # An empty `dim` gives 0 / 0 = NaN, as flex's `mean_dim` (crates/burn-flex/src/ops/
+    # reduce.rs) does on purpose, so NumPy's warning is silenced; PyTorch gives NaN too.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.add.reduce(x, axis=d, keepdims=True) / n, Mean(x.shape, n)
 
 
 def mean_dim_backward(s: Mean, g: Array, tracked: Tracked) -> tuple[Grad]:
-    return (np.broadcast_to(g * (1.0 / s.n), s.shape),)
+    with np.errstate(divide="ignore", invalid="ignore"):  # empty dim: the gradient is empty
+        return (np.broadcast_to(g * (1.0 / s.n), s.shape),)
 
 
 MEAN_DIM = differentiable(

@@ -15,7 +15,7 @@ from harness.engine.tensor import Tensor
 
 from ..initializer import Initializer, linear
 
-__all__ = ["GateController"]
+__all__ = ["GateController", "input_layout"]
 
 
 class GateController(Module):
@@ -34,3 +34,12 @@ class GateController(Module):
 
     def gate_product(self, input: Tensor, hidden: Tensor) -> Tensor:
         return self.input_transform(input) + self.hidden_transform(hidden)
+
+
+def input_layout(batch_first: bool, gate: GateController) -> list:
+    """The input layout of a recurrent module whose first gate is `gate` (its `d_input` last),
+    for `harness.engine.errors.expect_input`."""
+    d_input = gate.input_transform.weight.val().shape[0]
+    if batch_first:
+        return ["batch_size", "seq_length", d_input]
+    return ["seq_length", "batch_size", d_input]

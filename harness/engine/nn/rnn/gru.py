@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.engine.errors import expect_input
 from harness.engine.module import Config, Module
 from harness.engine.tensor import Tensor
 
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
-from .gate_controller import GateController
+from .gate_controller import GateController, input_layout
 
 __all__ = ["BiGru", "BiGruConfig", "Gru", "GruConfig"]
 
@@ -71,6 +72,7 @@ class Gru(Module):
         self.clip = config.clip
 
     def forward(self, x: Tensor, state: Tensor | None = None) -> Tensor:
+        expect_input("Gru", x.shape, input_layout(True, self.update_gate))
         return self.forward_iter(x, range(x.shape[1]), state)[0]
 
     def forward_iter(self, x: Tensor, steps, state: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -153,6 +155,7 @@ class BiGru(Module):
         return BiGru.run(self, x, state)
 
     def run(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        expect_input("BiGru", x.shape, input_layout(self.batch_first, self.forward.update_gate))
         if not self.batch_first:
             x = x.swap_dims(0, 1)
         first = None if state is None else state.slice([(0, 1)]).squeeze_dim(0)

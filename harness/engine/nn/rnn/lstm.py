@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.engine.errors import expect_input
 from harness.engine.module import Config, Module
 from harness.engine.tensor import Tensor
 
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
-from .gate_controller import GateController
+from .gate_controller import GateController, input_layout
 
 __all__ = ["BiLstm", "BiLstmConfig", "Lstm", "LstmConfig", "LstmState"]
 
@@ -126,6 +127,7 @@ class Lstm(Module):
         self.hidden_activation = config.hidden_activation.init()
 
     def forward(self, x: Tensor, state: LstmState | None = None) -> tuple[Tensor, LstmState]:
+        expect_input("Lstm", x.shape, input_layout(self.batch_first, self.input_gate))
         if not self.batch_first:
             x = x.swap_dims(0, 1)
         steps = range(x.shape[1])
@@ -212,6 +214,7 @@ class BiLstm(Module):
 
     def run(self, x: Tensor, state: LstmState | None = None) -> tuple[Tensor, LstmState]:
         """burn's `BiLstm::forward` (the name `forward` is the forward-direction field)."""
+        expect_input("BiLstm", x.shape, input_layout(self.batch_first, self.forward.input_gate))
         if not self.batch_first:
             x = x.swap_dims(0, 1)
         state_forward = None if state is None else state.select(0)

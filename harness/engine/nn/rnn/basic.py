@@ -1,0 +1,168 @@
+"""burn's plain (Elman) RNN and BiRNN (crates/burn-nn/src/modules/rnn/basic.rs, burn
+2c06be351006851d42fdb6df16b976f4a82d9747; tests `test_forward_single_input_single_feature`,
+`test_forward_reverse_sequence`, `test_bidirectional`, `test_rnn_clipping`).
+
+Per step, in burn's op order: `h = act(gate.gate_product(x_t, h))` (one `GateController`:
+`x_t W_i + b_i + h W_h + b_h`), then clamped to ±clip if set. burn writes each step's `h`
+into a preallocated output with `slice_assign`; here the steps are concatenated along the
+time dim in index order (same values and gradients), as in `Lstm`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.engine.errors import expect_input
+from harness.engine.module import Config, Module
+from harness.engine.tensor import Tensor
+
+from ..activation import ActivationConfig
+from ..initializer import XAVIER_NORMAL, Initializer
+from .gate_controller import GateController, input_layout
+
+__all__ = ["BiRnn", "BiRnnConfig", "Rnn", "RnnConfig", "RnnState"]
+
+
+@dataclass(frozen=True)
+class RnnState:
+    """burn's `RnnState { hidden }`: `[batch, hidden]` for `Rnn`, `[2, batch, hidden]` for
+    `BiRnn` (forward direction first).
+
+    PyTorch difference: `nn.RNN` takes and returns `h` as `[num_layers * directions, batch,
+    hidden]`, also for one layer and with `batch_first`."""
+
+    hidden: Tensor
+
+    @classmethod
+    def new(cls, hidden: Tensor) -> RnnState:
+        return cls(hidden)
+
+
+@dataclass(frozen=True)
+class RnnConfig(Config):
+    """burn's `RnnConfig::new(d_input, d_hidden, bias)` (`bias` has no default).
+
+    PyTorch differences (`nn.RNN(input_size, hidden_size)`): `batch_first` defaults to True
+    (PyTorch False); `reverse` runs one direction backwards (PyTorch only through
+    `bidirectional`); `clip` clamps the hidden state (no PyTorch counterpart);
+    `hidden_activation` is any `ActivationConfig` (PyTorch's `nonlinearity` is "tanh" or
+    "relu": `ActivationConfig.Tanh` / `Relu`); one layer only (no `num_layers`, no dropout);
+    weights are Xavier-normal (PyTorch U(±1/sqrt(hidden))).
+    """
+
+    d_input: int
+    d_hidden: int
+    bias: bool
+    initializer: Initializer = XAVIER_NORMAL
+    batch_first: bool = True
+    reverse: bool = False
+    clip: float | None = None
+    hidden_activation: ActivationConfig = ActivationConfig.Tanh
+
+    def init(self, device) -> Rnn:
+        gate = GateController.new(self.d_input, self.d_hidden, self.bias, self.initializer, device)
+        return Rnn(gate, self)
+
+
+class Rnn(Module):
+    """One RNN layer; `forward(x, state=None) -> (output, RnnState)`.
+
+    The single gate is the field `gate` (`gate.input_transform`, `gate.hidden_transform`).
+    PyTorch's `weight_ih_l0` / `bias_ih_l0` are `gate.input_transform.*` and `weight_hh_l0` /
+    `bias_hh_l0` are `gate.hidden_transform.*` (harness.engine.nn.store_rules; weights
+    transposed by the Linear rule).
+    """
+
+    def __init__(self, gate: GateController, config: RnnConfig) -> None:
+        self.gate = gate
+        self.d_hidden = config.d_hidden
+        self.batch_first = config.batch_first
+        self.reverse = config.reverse
+        self.clip = config.clip
+        self.hidden_activation = config.hidden_activation.init()
+
+    def forward(self, x: Tensor, state: RnnState | None = None) -> tuple[Tensor, RnnState]:
+        expect_input("Rnn", x.shape, input_layout(self.batch_first, self.gate))
+        if not self.batch_first:
+            x = x.swap_dims(0, 1)
+        steps = range(x.shape[1])
+        output, state = self.forward_iter(x, reversed(steps) if self.reverse else steps, state)
+        return (output if self.batch_first else output.swap_dims(0, 1)), state
+
+    def forward_iter(self, x: Tensor, steps, state: RnnState | None):
+        """Run the cell over the time indices `steps` of batch-first `x`; the output holds each
+        step's hidden state at its own index."""
+        batch_size, seq_length, _ = x.shape
+        if state is None:
+            hidden = Tensor.zeros([batch_size, self.d_hidden], x.device, x.dtype.name)
+        else:
+            hidden = state.hidden
+        outputs: list[Tensor | None] = [None] * seq_length
+        for t in steps:
+            x_t = x.slice([None, (t, t + 1)]).squeeze_dim(1)
+            hidden = self.hidden_activation(self.gate.gate_product(x_t, hidden))
+            if self.clip is not None:
+                hidden = hidden.clamp(-self.clip, self.clip)
+            outputs[t] = hidden.unsqueeze_dim(1)
+        return Tensor.cat(outputs, 1), RnnState(hidden)
+
+
+@dataclass(frozen=True)
+class BiRnnConfig(Config):
+    """burn's `BiRnnConfig::new(d_input, d_hidden, bias)`; no `reverse` field (both inner
+    RNNs are batch-first, the BiRnn converts the layout)."""
+
+    d_input: int
+    d_hidden: int
+    bias: bool
+    initializer: Initializer = XAVIER_NORMAL
+    batch_first: bool = True
+    clip: float | None = None
+    hidden_activation: ActivationConfig = ActivationConfig.Tanh
+
+    def init(self, device) -> BiRnn:
+        base = RnnConfig(
+            self.d_input,
+            self.d_hidden,
+            self.bias,
+            self.initializer,
+            batch_first=True,
+            clip=self.clip,
+            hidden_activation=self.hidden_activation,
+        )
+        return BiRnn(base.init(device), base.init(device), self.d_hidden, self.batch_first)
+
+
+class BiRnn(Module):
+    """Two RNNs, `forward` and `reverse`; outputs concatenated on the feature dim (forward
+    first), final states stacked on a new dim 0, PyTorch's `bidirectional=True` layout. Call
+    the module (or `run`): `forward` is burn's field name for the forward direction.
+
+    PyTorch difference: its reverse direction's weights are the `*_l0_reverse` tensors.
+    """
+
+    def __init__(self, forward: Rnn, reverse: Rnn, d_hidden: int, batch_first: bool) -> None:
+        self.forward = forward
+        self.reverse = reverse
+        self.d_hidden = d_hidden
+        self.batch_first = batch_first
+
+    def __call__(self, x: Tensor, state: RnnState | None = None):
+        return BiRnn.run(self, x, state)
+
+    def run(self, x: Tensor, state: RnnState | None = None) -> tuple[Tensor, RnnState]:
+        """burn's `BiRnn::forward`."""
+        expect_input("BiRnn", x.shape, input_layout(self.batch_first, self.forward.gate))
+        if not self.batch_first:
+            x = x.swap_dims(0, 1)
+        first = second = None
+        if state is not None:
+            first = RnnState(state.hidden.slice([(0, 1)]).squeeze_dim(0))
+            second = RnnState(state.hidden.slice([(1, 2)]).squeeze_dim(0))
+        out_forward, last_forward = self.forward.forward(x, first)
+        steps = reversed(range(x.shape[1]))
+        out_reverse, last_reverse = self.reverse.forward_iter(x, steps, second)
+        output = Tensor.cat([out_forward, out_reverse], 2)
+        output = output if self.batch_first else output.swap_dims(0, 1)
+        hidden = Tensor.cat([last_forward.hidden.unsqueeze(), last_reverse.hidden.unsqueeze()], 0)
+        return output, RnnState(hidden)
