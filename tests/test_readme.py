@@ -130,4 +130,8 @@ def write() -> None:
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    sys.path.insert(0, str(ROOT))
+    from harness.project import enter_numerics
+
+    enter_numerics([], ROOT)  # before numpy loads: the numerics the pytest comparison runs under
     write()

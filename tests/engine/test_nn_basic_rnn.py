@@ -49,7 +49,7 @@ def test_rnn_matches_torch_forward_and_backward(dtype, nonlinearity):
     activation = ActivationConfig.Tanh if nonlinearity == "tanh" else ActivationConfig.Relu
     config = RnnConfig(D_IN, H, True, hidden_activation=activation)
     model, result = import_torch(ref, config.init(AD))
-    assert len(result.applied) == 4 and result.unused == ()
+    assert len(result.applied) == 4 and result.unused == []
     x, h0, cot = rng_array(1, (B, T, D_IN)), rng_array(2, (1, B, H)), rng_array(3, (B, T, H))
     xt = torch.tensor(x, dtype=DTYPES[dtype], requires_grad=True)
     out_t, h_t = ref(xt, torch.tensor(h0, dtype=DTYPES[dtype]))
