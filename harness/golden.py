@@ -59,7 +59,7 @@ def check_golden(
         _write(path, name, side, fresh_values, fresh_text)
         message = f"golden missing; wrote {path}"
         return GoldenReport(name, side, GoldenStatus.MISSING, False, message, path=path)
-    data = path.read_bytes()
+    data = _golden_bytes(path)
     try:
         golden = _read_golden(path, data, fresh_text)
     except record.RecordError as exc:
@@ -98,6 +98,16 @@ def _details(diff: Diff, golden: Mapping, fresh: Mapping, limit: int | None) -> 
     else:
         rows = list(diff.failures)
     return inspect_rows(golden, fresh, rows, limit)
+
+
+def _golden_bytes(path: Path) -> bytes | bytearray:
+    """The golden's bytes, read bounded; ``harness.bounded.RefusedFile`` (an OSError: the
+    command line's exit 2) when it is not a regular text file within ``record.MAX_BYTES``.
+
+    A golden that is a FIFO, a device, a folder or huge is not a reviewable failure: no
+    ``.obtained`` file is written and the golden is never replaced, by ``update_golden`` either.
+    """
+    return record.json_bytes(path)
 
 
 def _read_golden(path: Path, data: bytes, fresh_text: str) -> record.SideRecord | None:
@@ -199,7 +209,7 @@ def update_golden(
         )
     diff = None
     try:
-        golden = _read_golden(path, path.read_bytes(), fresh_text)
+        golden = _read_golden(path, _golden_bytes(path), fresh_text)
         if golden is None:
             env = record.side_env(fresh_text)
             return GoldenReport(
