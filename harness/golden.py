@@ -5,7 +5,10 @@
 - different bytes: values compared with the case's tolerance; bit-identity is required only
   when the environment fingerprint matches the golden's; on mismatch the fresh output is written
   beside the golden as ``<side>.obtained.json`` for review (pytest-regressions' convention);
-- update: rewrite (atomically) and report what changed and by how much.
+- update: rewrite (atomically) and report what changed and by how much;
+- a golden that is not a regular file (a FIFO, ``/dev/zero`` behind a symlink, a folder) or
+  is over ``record.MAX_BYTES``: ``harness.bounded.RefusedFile``, nothing read, written or
+  replaced.
 
 Large tensors live in ``.npy`` sidecars beside each JSON file (``record.write_side``): the
 golden JSON holds their sha256 and summary statistics, so its git diff stays readable and text
@@ -51,7 +54,8 @@ def check_golden(
     ``fresh_text`` is the fresh ``<side>.json`` text and ``fresh_values`` its decoded values;
     large tensors are sidecar references in the text, so equal texts mean equal data once
     the golden's sidecars are verified against their sha256. ``limit``: mismatched elements
-    kept per failing row (None: all).
+    kept per failing row (None: all). A golden that is not a regular file within
+    ``record.MAX_BYTES`` raises ``harness.bounded.RefusedFile`` (see ``_golden_bytes``).
     """
     name = case.name
     path, obtained = golden_path(golden_dir, name, side), obtained_path(golden_dir, name, side)
