@@ -47,7 +47,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from harness.bounded import RefusedFile, open_bounded
+from harness.bounded import RefusedFile, open_bounded, read_bounded
 from harness.escape import clip
 from harness.summary import SUMMARY_CHUNK, Summary, summarize, summary_problem
 
@@ -179,8 +179,9 @@ def _process_alive(pid: int) -> bool:
         return False
     except OSError:  # PermissionError: it exists, under another user
         return True
-    with contextlib.suppress(OSError, IndexError), open(f"/proc/{pid}/stat", "rb") as f:
-        return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"  # the state after "(name)"
+    with contextlib.suppress(OSError, IndexError):  # RefusedFile is an OSError
+        status = read_bounded(f"/proc/{pid}/stat", 4096, "process status file")
+        return status.rsplit(b")", 1)[1].split()[0] != b"Z"  # the state after "(name)"
     return True
 
 

@@ -17,6 +17,7 @@ from harness import bounded, command, record, sidecar
 from harness.bounded import RefusedFile, open_bounded, read_bounded
 from harness.escape import MAX_ECHO, preview
 from harness.project import MAX_CONFIG_BYTES, ConfigError, read_project
+from harness.testing import assert_conforms
 
 
 def refusal(path, limit=1 << 20, what="JSON file", **kwargs) -> RefusedFile:
@@ -204,3 +205,15 @@ def test_a_case_value_too_big_to_print_is_named_by_its_size():
     assert str(info.value) == (
         "n: int <integer of 16610 bits> is outside int64; return a str or an array"
     )
+
+
+def test_a_failure_headline_cuts_a_long_key_and_a_long_value():
+    key = "k" * 10_000
+    with pytest.raises(AssertionError) as info:
+        assert_conforms({key: np.float32(1.0), "s": "a" * 10_000}, {key: np.float32(2.0), "s": ""})
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("k" * 197 + "...[]: actual=1.0 expected=2.0 ") and len(first) < 400
+    with pytest.raises(AssertionError) as info:
+        assert_conforms({"s": "a" * 10_000}, {"s": "b" * 10_000})
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("s: actual='aaa") and "...a" in first and len(first) < 500
