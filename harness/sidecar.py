@@ -349,16 +349,16 @@ def read_sidecar(
     the mtime away from the value ``write_sidecar`` gave it. ``summary`` (the reference's
     ``summary`` block) is checked against the data when given (see :func:`verify_summary`).
     """
-    array, key = _map_npy(folder / name, clip(name))
-    name = clip(name)  # in messages: a name from the file, at most a few lines long
+    shown = clip(name)  # a name from the file, in messages
+    array, key = _map_npy(folder / name, shown)
     if array.dtype != np.dtype(dtype):
-        raise SidecarError(f"sidecar {name} holds dtype {array.dtype}, the record says {dtype}")
+        raise SidecarError(f"sidecar {shown} holds dtype {array.dtype}, the record says {dtype}")
     if list(array.shape) != shape:
         raise SidecarError(
-            f"sidecar {name} holds shape {list(array.shape)}, the record says {shape}"
+            f"sidecar {shown} holds shape {list(array.shape)}, the record says {shape}"
         )
     if array.size and not array.flags.c_contiguous:
-        raise SidecarError(f"sidecar {name} is not stored in C order")
+        raise SidecarError(f"sidecar {shown} is not stored in C order")
     own = _OWN_FILES.get(os.path.abspath(folder / name))
     if own is not None and own[0] == key and own[1] == sha256:
         found, actual = sha256, own[2]
@@ -368,13 +368,13 @@ def read_sidecar(
         found, actual = _fingerprint_of(array, with_summary=summary is not None)
     if found != sha256:
         raise SidecarError(
-            f"sidecar {name} sha256 mismatch: file has {found[:16]}..., record says "
+            f"sidecar {shown} sha256 mismatch: file has {found[:16]}..., record says "
             f"{sha256[:16]}... (sidecar changed or corrupt)"
         )
     if summary is not None:
         problem = summary_problem(actual, summary)
         if problem:
-            raise SidecarError(f"sidecar {name}: {problem}")
+            raise SidecarError(f"sidecar {shown}: {problem}")
     # A plain ndarray view keeps the mapping alive without the np.memmap subclass quirks.
     return array.view(np.ndarray)
 
