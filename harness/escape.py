@@ -15,6 +15,8 @@ raw or fails to encode as UTF-8.
 
 from __future__ import annotations
 
+import reprlib
+
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
@@ -41,3 +43,44 @@ def _escape(ch: str) -> str:
     if code < 0x10000:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounded echoes: a value from input quoted in a message never makes the message long
+
+MAX_ECHO = 200  # characters of one value from input in a message
+_INT_BITS = 1 << 12  # ~1,233 digits: written well below Python's int-to-str limit (4,300)
+
+
+class _Echo(reprlib.Repr):
+    """``reprlib`` limits: a few levels, a few items each, long strings cut before quoting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxtuple, self.maxdict = 3, 8, 8, 4
+        self.maxset = self.maxfrozenset = self.maxdeque = self.maxarray = 8
+        self.maxstring = self.maxother = self.maxlong = MAX_ECHO
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > _INT_BITS:
+            return f"<{'-' if x < 0 else ''}integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_ECHO = _Echo()
+
+
+def clip(text: str, limit: int = MAX_ECHO) -> str:
+    """``text`` cut to at most ``limit`` characters (the cut marked by ``...``)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def preview(value: object, limit: int = MAX_ECHO) -> str:
+    """``repr(value)`` for a message, at most ``limit`` characters, escaped to one line.
+
+    Built by ``reprlib`` (a few levels, a few items each, long strings cut before they are
+    quoted), so a deep or huge value from a hostile file costs little time and memory; an
+    integer too long to write in full is named by its size instead (``str()`` of an integer
+    of over 4,300 digits raises ValueError).
+    """
+    return one_line(clip(_ECHO.repr(value), limit))

@@ -5,7 +5,10 @@
 - different bytes: values compared with the case's tolerance; bit-identity is required only
   when the environment fingerprint matches the golden's; on mismatch the fresh output is written
   beside the golden as ``<side>.obtained.json`` for review (pytest-regressions' convention);
-- update: rewrite (atomically) and report what changed and by how much.
+- update: rewrite (atomically) and report what changed and by how much;
+- a golden that is not a regular file (a FIFO, ``/dev/zero`` behind a symlink, a folder) or
+  is over ``record.MAX_BYTES``: ``harness.bounded.RefusedFile``, nothing read, written or
+  replaced.
 
 Large tensors live in ``.npy`` sidecars beside each JSON file (``record.write_side``): the
 golden JSON holds their sha256 and summary statistics, so its git diff stays readable and text
@@ -52,7 +55,8 @@ def check_golden(
     ``fresh_text`` is the fresh ``<side>.json`` text and ``fresh_values`` its decoded values;
     large tensors are sidecar references in the text, so equal texts mean equal data once
     the golden's sidecars are verified against their sha256. ``limit``: mismatched elements
-    kept per failing row (None: all).
+    kept per failing row (None: all). A golden that is not a regular file within
+    ``record.MAX_BYTES`` raises ``harness.bounded.RefusedFile`` (see ``_golden_bytes``).
     """
     name = case.name
     path, obtained = golden_path(golden_dir, name, side), obtained_path(golden_dir, name, side)
@@ -60,7 +64,7 @@ def check_golden(
         _write(path, name, side, fresh_values, fresh_text)
         message = f"golden missing; wrote {path}"
         return GoldenReport(name, side, GoldenStatus.MISSING, False, message, path=path)
-    data = path.read_bytes()
+    data = _golden_bytes(path)
     try:
         golden = _read_golden(path, data, fresh_text)
     except record.RecordError as exc:
@@ -99,6 +103,16 @@ def _details(diff: Diff, golden: Mapping, fresh: Mapping, limit: int | None) -> 
     else:
         rows = list(diff.failures)
     return inspect_rows(golden, fresh, rows, limit)
+
+
+def _golden_bytes(path: Path) -> bytes | bytearray:
+    """The golden's bytes, read bounded; ``harness.bounded.RefusedFile`` (an OSError: the
+    command line's exit 2) when it is not a regular text file within ``record.MAX_BYTES``.
+
+    A golden that is a FIFO, a device, a folder or huge is not a reviewable failure: no
+    ``.obtained`` file is written and the golden is never replaced, by ``update_golden`` either.
+    """
+    return record.json_bytes(path)
 
 
 def _read_golden(path: Path, data: bytes, fresh_text: str) -> record.SideRecord | None:
@@ -213,7 +227,7 @@ def update_golden(
         )
     diff = None
     try:
-        golden = _read_golden(path, path.read_bytes(), fresh_text)
+        golden = _read_golden(path, _golden_bytes(path), fresh_text)
         if golden is None:
             env = record.side_env(fresh_text)
             return GoldenReport(

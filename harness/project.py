@@ -33,9 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from harness import numerics
+from harness.bounded import RefusedFile, read_bounded
 from harness.tolerances import Tolerance, check_overrides
 
 PYPROJECT = "pyproject.toml"
+MAX_CONFIG_BYTES = 1 << 20  # a pyproject.toml is a few KiB; a tolerance table of 10,000 rows fits
 TABLE = "tool.conformance"
 _PATHS = ("cases", "golden", "out", "fixture_golden")
 _KEYS = (*_PATHS, "threads", "numerics", "tolerances", "allow_outside_project")
@@ -92,7 +94,10 @@ def read_project(pyproject: Path) -> Project:
     """The settings of one ``pyproject.toml``; ConfigError for a bad value or unknown key."""
     pyproject = Path(pyproject)
     try:
-        doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        data = read_bounded(pyproject, MAX_CONFIG_BYTES, PYPROJECT, text=True)
+        doc = tomllib.loads(data.decode("utf-8"))
+    except RefusedFile as exc:
+        raise ConfigError(pyproject, "*", exc.problem) from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(pyproject, "*", f"cannot read ({exc})") from None
     table = doc.get("tool", {}).get("conformance")

@@ -41,8 +41,9 @@ class GoldenStatus(StrEnum):
     CREATED = "created"
     UPDATED = "updated"
     UNCHANGED = "unchanged"
-    # Decided by the runner before any golden is read
-    REFUSED = "refused"  # --update-golden without --force while an agree check fails
+    # Decided by the runner, not by comparing values
+    REFUSED = "refused"  # --update-golden without --force while an agree check fails, or
+    # (pytest plugin) the golden is not a regular file within its size limit (harness.bounded)
     NOT_RUN = "not_run"  # a side raised: there is no output to compare
     NONDETERMINISTIC = "nondeterministic"  # two runs of one side in one process differ
 

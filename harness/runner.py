@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from harness import environment, golden, record
+from harness.bounded import RefusedFile
 from harness.case import GOLDEN_DIR, OUT_DIR, SIDES, Case
 from harness.checks import evaluate
 from harness.diff import Diff, diff_values
@@ -307,17 +308,21 @@ def check_case(
     out_dir: Path = OUT_DIR,
     threads: int = THREADS,
     limit: int | None = LIMIT,
+    raise_refused: bool = True,
 ) -> CaseReport:
     """Run the case, evaluate its checks, compare (or, with ``update``, rewrite) its goldens.
 
     ``force`` blesses goldens even while an agree check fails; without it, ``update``
     refuses such a case. ``threads``: BLAS and torch threads while a side runs; ``limit``:
-    mismatched elements kept per failing row (None: all of them).
+    mismatched elements kept per failing row (None: all of them). ``raise_refused``: a golden
+    that is not a regular file within its size limit raises ``harness.bounded.RefusedFile``
+    (an OSError: the command line's one line and exit 2); False: it is a failing ``refused``
+    golden report whose message is that line (the pytest plugin: only its golden item fails).
     """
     started = time.perf_counter()
     run = run_case(case, out_dir, threads=threads)
     return judge_case(run, update=update, force=force, golden_dir=golden_dir, limit=limit,
-                      started=started)  # fmt: skip
+                      started=started, raise_refused=raise_refused)  # fmt: skip
 
 
 def judge_case(
@@ -328,11 +333,12 @@ def judge_case(
     golden_dir: Path = GOLDEN_DIR,
     limit: int | None = LIMIT,
     started: float,
+    raise_refused: bool = True,
 ) -> CaseReport:
     """The second half of ``check_case``: evaluate the checks of a finished run, compare (or
     rewrite) its goldens; the report's seconds run from ``started`` (``time.perf_counter``)."""
     checks = evaluate(run, limit=limit)
-    judge = _Judge(update, force, agree_checks_hold(checks), golden_dir, limit)
+    judge = _Judge(update, force, agree_checks_hold(checks), golden_dir, limit, raise_refused)
     goldens = {side: judge.golden(run, side) for side in SIDES}
     return _case_report(run, checks, goldens, time.perf_counter() - started)
 
@@ -346,8 +352,18 @@ class _Judge:
     agrees_hold: bool
     golden_dir: Path
     limit: int | None
+    raise_refused: bool = True
 
     def golden(self, run: CaseRun, side: str) -> GoldenReport:
+        try:
+            return self.judged(run, side)
+        except RefusedFile as exc:
+            if self.raise_refused:
+                raise
+            status = GoldenStatus.REFUSED
+            return GoldenReport(run.case.name, side, status, False, str(exc), path=Path(exc.path))
+
+    def judged(self, run: CaseRun, side: str) -> GoldenReport:
         name = run.case.name
         if run.error:
             return GoldenReport(name, side, GoldenStatus.NOT_RUN, False, run.error)
@@ -413,5 +429,6 @@ def report_for(
             out_dir=out_dir,
             threads=threads,
             limit=limit,
+            raise_refused=False,  # a golden item fails alone; the case's checks still count
         )
     return reports[key]

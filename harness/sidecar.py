@@ -30,12 +30,12 @@ gone (same host, no such process) or, for another host's file, when it is older 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import math
 import os
 import platform
 import re
-import stat
 import tempfile
 import threading
 import time
@@ -47,9 +47,12 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from harness.bounded import RefusedFile, open_bounded, read_bounded
+from harness.escape import clip
 from harness.summary import SUMMARY_CHUNK, Summary, summarize, summary_problem
 
 __all__ = [
+    "MAX_SIDECAR_BYTES",
     "STALE_AFTER",
     "SidecarError",
     "atomic_write",
@@ -71,6 +74,9 @@ STALE_AFTER = 300.0  # seconds after which another host's temporary file counts 
 _HOST = hashlib.sha256(platform.node().encode()).hexdigest()[:8]  # no host name on disk
 _TEMP = re.compile(r"\.(?P<target>.+)\.(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]+)\.[a-z0-9_]{8}\.tmp")
 _MAX_CACHED = 1024
+# The largest sidecar read: 2**31 elements (record.MAX_ELEMENTS) of 8 bytes, plus the header
+# (NumPy reads at most 10,000 bytes of it).
+MAX_SIDECAR_BYTES = (1 << 34) + (1 << 16)
 
 
 class SidecarError(ValueError):
@@ -173,8 +179,9 @@ def _process_alive(pid: int) -> bool:
         return False
     except OSError:  # PermissionError: it exists, under another user
         return True
-    with contextlib.suppress(OSError, IndexError), open(f"/proc/{pid}/stat", "rb") as f:
-        return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"  # the state after "(name)"
+    with contextlib.suppress(OSError, IndexError):  # RefusedFile is an OSError
+        status = read_bounded(f"/proc/{pid}/stat", 4096, "process status file")
+        return status.rsplit(b")", 1)[1].split()[0] != b"Z"  # the state after "(name)"
     return True
 
 
@@ -342,15 +349,16 @@ def read_sidecar(
     the mtime away from the value ``write_sidecar`` gave it. ``summary`` (the reference's
     ``summary`` block) is checked against the data when given (see :func:`verify_summary`).
     """
-    array, key = _map_npy(folder / name, name)
+    shown = clip(name)  # a name from the file, in messages
+    array, key = _map_npy(folder / name, shown)
     if array.dtype != np.dtype(dtype):
-        raise SidecarError(f"sidecar {name} holds dtype {array.dtype}, the record says {dtype}")
+        raise SidecarError(f"sidecar {shown} holds dtype {array.dtype}, the record says {dtype}")
     if list(array.shape) != shape:
         raise SidecarError(
-            f"sidecar {name} holds shape {list(array.shape)}, the record says {shape}"
+            f"sidecar {shown} holds shape {list(array.shape)}, the record says {shape}"
         )
     if array.size and not array.flags.c_contiguous:
-        raise SidecarError(f"sidecar {name} is not stored in C order")
+        raise SidecarError(f"sidecar {shown} is not stored in C order")
     own = _OWN_FILES.get(os.path.abspath(folder / name))
     if own is not None and own[0] == key and own[1] == sha256:
         found, actual = sha256, own[2]
@@ -360,13 +368,13 @@ def read_sidecar(
         found, actual = _fingerprint_of(array, with_summary=summary is not None)
     if found != sha256:
         raise SidecarError(
-            f"sidecar {name} sha256 mismatch: file has {found[:16]}..., record says "
+            f"sidecar {shown} sha256 mismatch: file has {found[:16]}..., record says "
             f"{sha256[:16]}... (sidecar changed or corrupt)"
         )
     if summary is not None:
         problem = summary_problem(actual, summary)
         if problem:
-            raise SidecarError(f"sidecar {name}: {problem}")
+            raise SidecarError(f"sidecar {shown}: {problem}")
     # A plain ndarray view keeps the mapping alive without the np.memmap subclass quirks.
     return array.view(np.ndarray)
 
@@ -379,24 +387,23 @@ def verify_summary(array: np.ndarray, summary: Mapping[str, Any]) -> str | None:
 def _map_npy(file: Path, name: str) -> tuple[np.ndarray, tuple]:
     """Open a regular ``.npy`` file without blocking and map it read-only; its stat key too.
 
-    The file is opened once: the stat key, the header and the mapping all belong to the same
-    inode, and a FIFO or a folder under the name is refused before any read.
+    The file is opened once, by the bounded reader: the stat key, the header and the mapping
+    all belong to the same inode, and a FIFO, a folder or a file over ``MAX_SIDECAR_BYTES``
+    under the name is refused before any read.
     """
     try:
-        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise SidecarError(f"sidecar file {name} is missing") from None
-    except OSError as exc:  # e.g. ENAMETOOLONG for a 300-character name
-        raise SidecarError(f"sidecar {name} cannot be opened: {exc.strerror or exc}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise SidecarError(f"sidecar {name} is not a regular file")
-    with os.fdopen(fd, "rb") as f:
+        f = open_bounded(file, MAX_SIDECAR_BYTES, ".npy sidecar")
+    except RefusedFile as exc:
+        if exc.errno == errno.ENOENT:
+            raise SidecarError(f"sidecar file {name} is missing") from None
+        raise SidecarError(f"sidecar {name} {exc.problem}") from None
+    with f:
+        st = os.fstat(f.fileno())
         try:
             array = _map_open_npy(f, st.st_size)
         except Exception as exc:  # the header readers raise many types for hostile bytes
-            raise SidecarError(f"sidecar {name} is not a valid .npy file ({exc})") from None
+            problem = clip(str(exc))
+            raise SidecarError(f"sidecar {name} is not a valid .npy file ({problem})") from None
     return array, _stat_key(st)
 
 

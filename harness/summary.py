@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.escape import clip, preview
+
 SUMMARY_CHUNK = 1 << 16  # small enough to stay in L2 cache: several passes over each chunk
 SUMMARY_KEYS = ("min", "max", "mean", "l2", "nan", "inf")
 _REL = 1e-9  # mean and l2 agreement, relative to their scale
@@ -99,14 +101,14 @@ def summary_problem(actual: Mapping[str, Any], given: Mapping[str, Any]) -> str 
     if not isinstance(given, Mapping):
         return f"summary must be an object, not {type(given).__name__}"
     missing = [k for k in SUMMARY_KEYS if k not in given]
-    extra = sorted(str(k) for k in given if k not in SUMMARY_KEYS)
+    extra = clip(", ".join(sorted(str(k) for k in given if k not in SUMMARY_KEYS)))
     if missing or extra:
         return f"summary must have the keys {', '.join(SUMMARY_KEYS)}" + (
-            f" (missing {', '.join(missing)})" if missing else f" (unknown {', '.join(extra)})"
+            f" (missing {', '.join(missing)})" if missing else f" (unknown {extra})"
         )
     for key in SUMMARY_KEYS:
         if not _states(key, actual[key], given[key], actual):
-            return f"summary {key} is {given[key]!r} but the data gives {actual[key]!r}"
+            return f"summary {key} is {preview(given[key])} but the data gives {actual[key]!r}"
     return None
 
 

@@ -428,8 +428,8 @@ def test_special_and_huge_files_are_refused_with_bounded_memory(tmp_path):
     problems = {
         "fifo": "is a FIFO (named pipe), not a regular file",
         "socket": "is a socket, not a regular file",
-        "sparse": f"file is larger than {1 << 30} bytes (max_bytes)",
-        "nul": "not valid JSON: a NUL byte at offset 0",
+        "sparse": f"is {1 << 31} bytes, over the limit of {1 << 30} bytes for a JSON file",
+        "nul": "not a JSON file: a NUL byte at offset 0",
         "zero": "is a character device, not a regular file",
     }
     for (name, path), (code, err) in zip(bad.items(), report["results"], strict=True):

@@ -231,9 +231,7 @@ def test_fingerprint_covers_versions_blas_and_threads_of_the_real_environment():
         "profile", "numpy_dispatch", "torch_cpu_capability", "mkl_cbwr", "onednn_max_cpu_isa",
         "libm",
     }  # fmt: skip
-    assert env["numerics"]["numpy_dispatch"] == [
-        t for t in __cpu_dispatch__ if __cpu_features__[t]
-    ]
+    assert env["numerics"]["numpy_dispatch"] == [t for t in __cpu_dispatch__ if __cpu_features__[t]]
     import torch
 
     assert env["numerics"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()

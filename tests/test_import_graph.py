@@ -90,14 +90,16 @@ ONLY_FROM = {
     # The codec and the shared pieces below everything else.
     "harness.tolerances": (),
     "harness.ulp": (),
-    "harness.summary": (),
-    "harness.sidecar": ("harness.summary",),
+    "harness.summary": ("harness.escape",),
+    # The one bounded reader of files: below everything that reads one.
+    "harness.bounded": ("harness.escape",),
+    "harness.sidecar": ("harness.summary", "harness.bounded", "harness.escape"),
     # What decides the bits of a run: read before numpy loads, so the standard library only.
     "harness.numerics": (),
     "harness.environment": ("harness.numerics",),
     "harness.escape": (),  # the one escaping rule for text from input: a leaf
     "harness.cli": ("harness.escape",),
-    "harness.record": ("harness.sidecar", "harness.escape"),
+    "harness.record": ("harness.sidecar", "harness.escape", "harness.bounded"),
     "harness.diff_stats": ("harness.tolerances", "harness.ulp"),
     "harness.diff_scalar": ("harness.tolerances", "harness.ulp", "harness.diff_stats"),
     "harness.diff": (
@@ -107,7 +109,7 @@ ONLY_FROM = {
         "harness.diff_scalar",
     ),
     "harness.mismatches": ("harness.diff", "harness.tolerances", "harness.ulp"),
-    "harness.project": ("harness.tolerances", "harness.numerics"),
+    "harness.project": ("harness.tolerances", "harness.numerics", "harness.bounded"),
     # Trajectory statistics and fits: numbers over diff's rules, no results, no rendering.
     "harness.trajectory": ("harness.diff", "harness.tolerances", "harness.ulp"),
     # The results model is data over diffs; the renderers read it and diff data only.

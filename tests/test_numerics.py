@@ -17,7 +17,7 @@ from harness import numerics
 from harness.project import ConfigError, read_project
 
 ROOT = Path(__file__).resolve().parents[1]
-V3_FLAGS = frozenset("avx avx2 fma bmi1 bmi2 f16c movbe abm sse4_2".split())
+V3_FLAGS = frozenset(["avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe", "abm", "sse4_2"])
 PROFILE_VARS = [*numerics.VARIABLES, numerics.MARKER]
 
 

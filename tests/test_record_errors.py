@@ -183,7 +183,8 @@ def test_depth_limit_names_the_key(tmp_path):
 
 
 def test_size_limits(tmp_path):
-    expect(tmp_path, tensor(), None, r"file is larger than 10 bytes \(max_bytes\)", max_bytes=10)
+    problem = r"is \d+ bytes, over the limit of 10 bytes for a JSON file"
+    expect(tmp_path, tensor(), None, problem, max_bytes=10)
     expect(
         tmp_path,
         tensor(shape="[1000000, 1000000]"),

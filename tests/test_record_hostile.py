@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import record, sidecar
+from harness import bounded, record, sidecar
 from harness.record import RecordError, read_side, source, write_side
 from harness.record.read import _MAYBE_INT
 
@@ -89,7 +89,8 @@ def test_a_sparse_file_over_the_limit_is_refused_before_reading(tmp_path, monkey
 
     monkeypatch.setattr(os, "open", no_read)
     monkeypatch.setattr("builtins.open", no_read)
-    assert error_of(big) == f"{big}: file is larger than {1 << 30} bytes (max_bytes)"
+    limit = f"over the limit of {1 << 30} bytes for a JSON file"
+    assert error_of(big) == f"{big}: is {2 << 30} bytes, {limit}"
 
 
 def test_nul_bytes_stop_the_read_at_the_first_chunk(tmp_path, monkeypatch):
@@ -107,7 +108,7 @@ def test_nul_bytes_stop_the_read_at_the_first_chunk(tmp_path, monkeypatch):
         return f
 
     monkeypatch.setattr(os, "fdopen", counting_fdopen)
-    assert error_of(path) == f"{path}: not valid JSON: a NUL byte at offset 6"
+    assert error_of(path) == f"{path}: not a JSON file: a NUL byte at offset 6"
     assert len(reads) == 1  # one 16 MiB chunk read, not 64 MiB
 
 
@@ -116,11 +117,12 @@ def test_a_file_longer_than_stat_said_is_still_bounded():
     assert os.stat("/proc/self/status").st_size == 0
     assert len(source.read_bytes(Path("/proc/self/status"), 1 << 20)) > 10
     message = error_of("/proc/self/status", max_bytes=10)
-    assert message == "/proc/self/status: file is larger than 10 bytes (max_bytes)"
+    limit = "over the limit of 10 bytes for a JSON file"
+    assert message == f"/proc/self/status: is {limit} (0 bytes by stat)"
 
 
 def test_a_file_larger_than_one_chunk_reads_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(source, "READ_CHUNK", 7)
+    monkeypatch.setattr(bounded, "READ_CHUNK", 7)
     path = tmp_path / "x.json"
     path.write_text(json.dumps({"x": [1.5] * 50, "y": "z" * 30}))
     values = read_side(path).values
@@ -232,12 +234,13 @@ def test_format_1_without_values_is_data(tmp_path):
 # -- every message names the file, the key and the problem --------------------------------------
 
 
-def test_a_sidecar_name_too_long_names_the_key(tmp_path):
+def test_a_sidecar_name_too_long_names_the_key_and_is_cut_at_200_characters(tmp_path):
     name = "a" * 296 + ".npy"
     ref = {"dtype": "float32", "shape": [2], "sidecar": name, "sha256": "0" * 64, "summary": {}}
     path = tmp_path / "in.json"
     path.write_text(strict(json.dumps({"w": ref})))
-    assert error_of(path) == f"{path}: w: sidecar {name} cannot be opened: File name too long"
+    shown = "a" * 197 + "..."
+    assert error_of(path) == f"{path}: w: sidecar {shown} cannot read (File name too long)"
 
 
 def test_control_characters_in_a_sidecar_name_are_escaped(tmp_path):

@@ -11,7 +11,8 @@ and the docstring would be wrong.
 Not bit for bit: the two losses are computed by two programs in other op orders (torch's
 kernels, the engine's NumPy), so their last bits depend on the CPU's kernels (equal on an
 AVX-512 CPU, one ULP apart under the x86-64-v3 profile). The bound, 64 float64 ULP, is float64
-rounding of a few hundred operations; the gap the constants close is 7.4e-11, over 2^16 of those ULP.
+rounding of a few hundred operations; the gap the constants close is 7.4e-11, over 2^16 of
+those ULP.
 """
 
 import importlib.util

@@ -18,12 +18,14 @@ lists arrays of it, ``null`` in a numeric list is NaN with a warning (serde_json
 infinities as null), NaN / Infinity literals are accepted; in format-1 files all are errors.
 
 The package: ``values`` (vocabulary, value types, ``normalize``), ``write`` (canonical text,
-atomic side files), ``read`` (strict format 1) and ``loose`` (JSON from other programs). Import
-the names from ``harness.record``; the modules are its layout, not its interface.
+atomic side files), ``read`` (strict format 1), ``loose`` (JSON from other programs) and
+``source`` (a file's bytes, through the bounded reader of ``harness.bounded``). Import the
+names from ``harness.record``; the modules are its layout, not its interface.
 """
 
 from harness.escape import one_line
 from harness.record.read import decode, read_side, side_env
+from harness.record.source import json_bytes
 from harness.record.values import (
     DTYPES,
     ELEMENTS_PER_LINE,
@@ -67,6 +69,7 @@ __all__ = [
     "decode",
     "dumps_side",
     "encode",
+    "json_bytes",
     "json_float",
     "normalize",
     "one_line",

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from harness import sidecar
+from harness.escape import clip, preview
 from harness.record.loose import MAYBE_INT, LooseReading
 from harness.record.source import read_bytes
 from harness.record.values import (
@@ -46,8 +47,8 @@ _MAYBE_INT = MAYBE_INT  # see harness.record.loose
 
 
 def _preview(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    """A value quoted in a message: short, as one value of a record seldom needs more."""
+    return preview(value, 40)
 
 
 def read_side(
@@ -270,7 +271,8 @@ class _Reader(LooseReading):
             if found == ERROR_KEYS:
                 return self.error(key, obj)
             wanted = "{dtype, shape, data}, a sidecar reference or {error, message}"
-            raise self.fail(key, f"unrecognised record with keys {sorted(found)}; want {wanted}")
+            keys = preview(sorted(found))
+            raise self.fail(key, f"unrecognised record with keys {keys}; want {wanted}")
         if type(obj) is list:
             self.plain_list(key, obj)
         if not self.plain_numbers(key, obj):
@@ -320,10 +322,11 @@ class _Reader(LooseReading):
         self.inexact(any(type(n) is float and abs(n) >= _MAYBE_INT for n in shape))
         if not all(type(n) is int and n >= 0 for n in shape):
             raise self.fail(key, f"shape {_preview(shape)} is not all non-negative integers")
-        count = math.prod(shape)
+        count, limit = math.prod(shape), f"{self.max_elements} (max_elements)"
         if count > self.max_elements:
-            limit = f"{self.max_elements} (max_elements)"
             raise self.fail(key, f"tensor has {count} elements, more than the limit {limit}")
+        if any(n > self.max_elements for n in shape):  # beside a 0; NumPy refuses it beyond int64
+            raise self.fail(key, f"shape {_preview(shape)} has a size over the limit {limit}")
         return dtype, shape, count
 
     def tensor(self, key: str, obj: dict) -> np.ndarray:
@@ -339,7 +342,7 @@ class _Reader(LooseReading):
         dtype, shape, _ = self.header(key, obj)
         name, digest = obj["sidecar"], obj["sha256"]
         if type(name) is not str or Path(name).name != name or not name.endswith(".npy"):
-            raise self.fail(key, f"sidecar must name a .npy file beside the JSON: {name!r}")
+            raise self.fail(key, f"sidecar must name a .npy file beside the JSON: {preview(name)}")
         if type(digest) is not str or not _SHA256.fullmatch(digest):
             raise self.fail(key, "sha256 must be 64 lowercase hex digits")
         if type(obj["summary"]) is not dict:
@@ -354,7 +357,8 @@ class _Reader(LooseReading):
         except sidecar.SidecarError as exc:
             raise self.fail(key, str(exc)) from None
         except OSError as exc:  # a name too long for the file system, a permission, ...
-            raise self.fail(key, f"sidecar {name}: cannot read ({exc.strerror or exc})") from None
+            problem = f"sidecar {clip(name)}: cannot read ({exc.strerror or exc})"
+            raise self.fail(key, problem) from None
         return array
 
     # -- numbers
@@ -406,7 +410,7 @@ class _Reader(LooseReading):
                 )
         if nulls:
             note = "NaN (serde_json writes NaN and infinities as null)"
-            self.warnings.append(f"{key}: {nulls} null entries read as {note}")
+            self.warnings.append(f"{clip(key)}: {nulls} null entries read as {note}")
         return out
 
     def finite(self, key: str, i: int, x: float | int) -> float:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.escape import one_line
+from harness.escape import MAX_ECHO, clip, one_line, preview
 
 FORMAT_VERSION = 1
 ELEMENTS_PER_LINE = 8
@@ -27,6 +27,7 @@ INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
 TENSOR_KEYS = frozenset({"dtype", "shape", "data"})
 SIDECAR_KEYS = frozenset({"dtype", "shape", "sidecar", "sha256", "summary"})
 ERROR_KEYS = frozenset({"error", "message"})
+MAX_PROBLEM = 5 * MAX_ECHO  # characters of a RecordError's problem: a few quoted values
 
 
 @dataclass(frozen=True)
@@ -59,12 +60,15 @@ class RecordError(Exception):
 
     Path, key and problem are escaped by ``harness.escape.one_line`` (a hostile key or sidecar
     name cannot put control characters on the terminal); runs of whitespace in the problem
-    become one space.
+    become one space. The key (from the file) is cut at ``MAX_ECHO`` characters and the
+    problem, whose values from the file are quoted by ``preview``, at ``MAX_PROBLEM``: the line
+    stays short whatever the file holds.
     """
 
     def __init__(self, path: str | os.PathLike, key: str | None, problem: str):
         self.path, self.key, self.problem = str(path), key, problem
-        parts = [self.path] + ([] if key is None else [key]) + [" ".join(problem.split())]
+        shown = [] if key is None else [clip(key)]
+        parts = [self.path, *shown, clip(" ".join(problem.split()), MAX_PROBLEM)]
         super().__init__(": ".join(one_line(part) for part in parts))
 
 
@@ -87,7 +91,7 @@ def _flatten_into(out: dict, prefix: str, mapping: Mapping, depth: int) -> None:
         raise ValueError(f"{prefix}: mappings nested deeper than {MAX_DEPTH} levels")
     for name, value in mapping.items():
         if not isinstance(name, str) or not name:
-            raise TypeError(f"{prefix}{name!r}: keys must be non-empty str")
+            raise TypeError(f"{clip(prefix)}{preview(name)}: keys must be non-empty str")
         key = prefix + name
         if isinstance(value, Mapping):
             _flatten_into(out, key + ".", value, depth + 1)
@@ -137,7 +141,7 @@ def _checked_array(key: str, array: np.ndarray) -> np.ndarray:
 
 def _int64(key: str, value: int) -> int:
     if not INT64_RANGE[0] <= value <= INT64_RANGE[1]:
-        raise TypeError(f"{key}: int {value} is outside int64; return a str or an array")
+        raise TypeError(f"{key}: int {preview(value)} is outside int64; return a str or an array")
     return int(value)
 
 
@@ -153,4 +157,4 @@ def _plain_item(key: str, item: Any) -> Any:
         return _int64(key, item)
     if item is None or isinstance(item, bool | float | str):
         return item
-    raise TypeError(f"{key}: a list may hold numbers, bools, None, str, lists; not {item!r}")
+    raise TypeError(f"{key}: a list may hold numbers, bools, None, str, lists; not {preview(item)}")

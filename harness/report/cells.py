@@ -16,14 +16,15 @@ from typing import Any
 import numpy as np
 
 from harness.diff import Diff, TensorDiff
-from harness.escape import one_line
+from harness.escape import clip, one_line, preview
 from harness.record import CapturedError
 
 SAMPLE_ELEMENTS = 6  # elements shown per value in a one-line summary
 
 
 def format_value(value: Any, dtype: str | None = None) -> str:
-    """Exact, short text for one value of the given dtype name."""
+    """Exact, short text for one value of the given dtype name; a string, an error message or
+    a plain value from a file is quoted in at most ``escape.MAX_ECHO`` characters."""
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, float):
@@ -35,10 +36,10 @@ def format_value(value: Any, dtype: str | None = None) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        return repr(value)  # repr escapes what one_line escapes, and quotes
+        return preview(value)  # repr escapes what one_line escapes, and quotes
     if hasattr(value, "type") and hasattr(value, "message"):
-        return f"{one_line(str(value.type))}({value.message!r})"
-    return one_line(repr(value))
+        return f"{one_line(clip(str(value.type)))}({preview(value.message)})"
+    return preview(value)
 
 
 def format_index(index: Sequence[int] | None) -> str:

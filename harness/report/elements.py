@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.diff import Diff, TensorDiff
+from harness.escape import clip
 from harness.mismatches import Element, RowDetail
 from harness.report.cells import (
     format_index,
@@ -101,7 +102,8 @@ def _is_nan(x: Any) -> bool:
 
 def failure_headline(diff: Diff, details: Sequence[RowDetail] = ()) -> str | None:
     """``w[1]: torch=2.0 engine=2.5 |diff|=5.00e-01 2097152 ulp (5e+05x tol 1e-06); 2 of 6
-    elements and 1 of 3 keys fail``: the first line of a failure message.
+    elements and 1 of 3 keys fail``: the first line of a failure message (the key cut at
+    ``escape.MAX_ECHO`` characters: the table below names it in full).
 
     The failing row named is the first structural failure (missing, dtype, shape), else the
     row whose worst element is furthest beyond its tolerance. None when every row holds.
@@ -114,7 +116,7 @@ def failure_headline(diff: Diff, details: Sequence[RowDetail] = ()) -> str | Non
     structural = [r for r in failures if structural_problem(r, diff.labels) is not None]
     if structural:
         row = structural[0]
-        return f"{row.key}: {structural_problem(row, diff.labels)}; {keys}"
+        return f"{clip(row.key)}: {structural_problem(row, diff.labels)}; {keys}"
     row = max(failures, key=lambda r: _ratio_of(by_key.get(r.key)))
     detail = by_key.get(row.key)
     text = _row_headline(row, detail, diff.labels)
@@ -134,8 +136,8 @@ def _row_headline(row: TensorDiff, detail: RowDetail | None, labels: tuple[str, 
         a, b = format_value(row.a_worst, row.dtype_a), format_value(row.b_worst, row.dtype_b)
         where = "" if row.kind == "value" else format_index(row.worst_index)
         distance = "not equal" if row.max_abs is None else mismatch_details(row)
-        return f"{row.key}{where}: {la}={a} {lb}={b} ({distance})"
+        return f"{clip(row.key)}{where}: {la}={a} {lb}={b} ({distance})"
     where = "" if row.kind == "value" else format_index(element.index)
     dtype = row.dtype_a
-    text = f"{row.key}{where}: {_pair(element, labels, dtype)} {_distance(element, dtype)}"
+    text = f"{clip(row.key)}{where}: {_pair(element, labels, dtype)} {_distance(element, dtype)}"
     return text + _measure(element, dtype, row.tol, f" {row.tol.describe()}")
