@@ -17,8 +17,13 @@ CBOR definite lengths on write (what ciborium writes), definite and indefinite o
 written in the shortest width that keeps their bits (ciborium-ll's rule; any width read);
 reading is whole (no lazy or memory-mapped tensors, no deferred writes). The reader checks
 what burn's does (magic, version, metadata size, recursion depth 128, tensor count,
-truncation, offsets) and more: each tensor's byte length must match its shape and dtype.
-Errors are `BurnpackError`, one line naming the source and the problem.
+truncation, offsets) and more, where burn would accept a file its own writer never makes:
+version 0 is refused (burn reads versions <= 1), every tensor must start on a 256-byte
+boundary (burn's writer aligns them, its reader does not check), each tensor's byte length
+must match its shape and dtype, a shape NumPy cannot hold is refused, the metadata's decoded
+objects may take at most `MAX_DECODED_BYTES` (see `_Decoder`), and table keys must be strings.
+Errors are `BurnpackError`, one line naming the source and the problem, each value from the
+file shown in at most 200 characters (`harness.engine.untrusted`).
 
 Saving goes through the harness's one atomic writer (`harness.sidecar.atomic_write`: temp file
 in the same folder, fsync, `os.replace`), burn's `write_to_file_atomic` behaviour; burn's
@@ -373,80 +378,101 @@ def _decode(buf: memoryview) -> tuple[object, int]:
     return _Decoder(buf).item(0)
 
 
-# CPython 3.11 object sizes, rounded up: what a decoded item costs in memory.
-_SLOT = 16  # the reference its container holds, and allocator slack
-_COST_INT, _COST_FLOAT, _COST_STR, _COST_BYTES = 32, 24, 56, 40
-_COST_LIST, _COST_LIST_ITEM, _COST_MAP, _COST_MAP_ENTRY = 56, 8, 232, 48
+# CPython 3.11 object sizes, rounded up, with 16 bytes of allocator slack each: what a decoded
+# item costs in memory (a list item or map entry is the slots its container holds for it).
+_COST_INT, _COST_FLOAT, _COST_STR, _COST_BYTES = 48, 40, 72, 56
+_COST_LIST, _COST_LIST_ITEM, _COST_MAP, _COST_MAP_ENTRY = 72, 16, 248, 64
 
 
 class _Decoder:
     """The CBOR items of `buf`, decoded within a memory budget.
 
     A CBOR item takes one byte and a Python object 50 to 250; a file of nested one-element
-    arrays would cost ~60 times its size (a 40 MB file, 3 GB). Each item's estimated size is
+    arrays would cost ~100 times its size (a 40 MB file, 3 GB). Each item's estimated size is
     charged before it is built and decoding stops at `MAX_DECODED_BYTES`; a declared length is
     checked against the bytes left before anything is allocated for it; nesting stops at
     `MAX_DEPTH` (burn's recursion limit). Every failure, truncation included, is a _CborError.
+    `item` is one function on purpose: a bomb is refused after ~3 million items, fast.
     """
 
     def __init__(self, buf: memoryview) -> None:
         self.buf, self.budget = buf, MAX_DECODED_BYTES
 
     def spend(self, cost: int) -> None:
-        self.budget -= cost + _SLOT
+        self.budget -= cost
         if self.budget < 0:
             raise _CborError(
                 f"decodes to more than {MAX_DECODED_BYTES} bytes of objects (a CBOR bomb?)"
             )
 
-    def byte(self, pos: int) -> int:
-        if pos >= len(self.buf):
-            raise _CborError("truncated")
-        return self.buf[pos]
-
-    def need(self, pos: int, n: int) -> None:
-        if n > len(self.buf) - pos:
-            raise _CborError(f"truncated: an item of {n} bytes or items at byte {pos}")
-
-    def head(self, pos: int) -> tuple[int, int | None, int]:
-        """`(major, argument, next position)`; argument None for an indefinite length."""
-        initial = self.byte(pos)
-        major, info = initial >> 5, initial & 31
-        pos += 1
-        if info < 24:
-            return major, info, pos
-        if info <= 27:
-            width = 1 << (info - 24)
-            self.need(pos, width)
-            return major, int.from_bytes(self.buf[pos : pos + width], "big"), pos + width
-        if info == 31 and major in (2, 3, 4, 5):
-            return major, None, pos
-        raise _CborError(f"unsupported CBOR head 0x{initial:02x}")
-
     def item(self, pos: int, depth: int = 0):
         """`(value, next position)` of the CBOR item at `pos`."""
-        if depth > MAX_DEPTH:
-            raise _CborError(f"nesting deeper than {MAX_DEPTH}")
-        if self.byte(pos) >> 5 == 7:
-            return self.simple(pos)
-        major, n, pos = self.head(pos)
-        if major == 0:
-            self.spend(_COST_INT)
-            return n, pos
-        if major == 1:
-            self.spend(_COST_INT)
-            return -1 - n, pos
-        if major in (2, 3):
-            return self.string(major, n, pos)
-        if major == 4:
-            return self.array(n, pos, depth)
-        if major == 5:
-            return self.map(n, pos, depth)
-        raise _CborError(f"unsupported CBOR major type {major} (tags)")
-
-    def simple(self, pos: int):
-        info = self.buf[pos] & 31
+        buf = self.buf
+        if pos >= len(buf):
+            raise _CborError("truncated")
+        initial = buf[pos]
+        major, n = initial >> 5, initial & 31
+        if major == 7:
+            return self.simple(pos + 1, n)
         pos += 1
+        if n >= 24:
+            if n <= 27:
+                width = 1 << (n - 24)
+                _need(buf, pos, width)
+                n, pos = int.from_bytes(buf[pos : pos + width], "big"), pos + width
+            elif n == 31 and major in (2, 3, 4, 5):
+                n = None
+            else:
+                raise _CborError(f"unsupported CBOR head 0x{initial:02x}")
+        if major <= 1:
+            self.spend(_COST_INT)
+            return (n if major == 0 else -1 - n), pos
+        if major <= 3:
+            return self.string(major, n, pos)
+        if major == 6:
+            raise _CborError("unsupported CBOR major type 6 (tags)")
+        if depth >= MAX_DEPTH:
+            raise _CborError(f"nesting deeper than {MAX_DEPTH}")
+        if n is None:
+            return self.indefinite(major, pos, depth)
+        _need(buf, pos, n)  # each item takes at least one byte
+        if major == 4:
+            self.spend(_COST_LIST + _COST_LIST_ITEM * n)
+            items = [None] * n
+            for i in range(n):
+                items[i], pos = self.item(pos, depth + 1)
+            return items, pos
+        self.spend(_COST_MAP + _COST_MAP_ENTRY * n)
+        table: dict = {}
+        for _ in range(n):
+            pos = self.entry(table, pos, depth)
+        return table, pos
+
+    def entry(self, table: dict, pos: int, depth: int) -> int:
+        key, pos = self.item(pos, depth + 1)
+        if isinstance(key, list | dict):
+            raise _CborError("a map key that is an array or a map")
+        table[key], pos = self.item(pos, depth + 1)
+        return pos
+
+    def indefinite(self, major: int, pos: int, depth: int):
+        """An array or map of indefinite length: items up to the 0xFF break."""
+        buf, table, items = self.buf, {}, []
+        self.spend(_COST_LIST if major == 4 else _COST_MAP)
+        while True:
+            if pos >= len(buf):
+                raise _CborError("truncated")
+            if buf[pos] == 0xFF:
+                return (items if major == 4 else table), pos + 1
+            if major == 4:
+                self.spend(_COST_LIST_ITEM)
+                item, pos = self.item(pos, depth + 1)
+                items.append(item)
+            else:
+                self.spend(_COST_MAP_ENTRY)
+                pos = self.entry(table, pos, depth)
+
+    def simple(self, pos: int, info: int):
         self.spend(_COST_FLOAT)
         if info in (20, 21):
             return info == 21, pos
@@ -456,54 +482,34 @@ class _Decoder:
         if info not in formats:
             raise _CborError(f"unsupported CBOR simple value {info}")
         width = struct.calcsize(formats[info])
-        self.need(pos, width)
+        _need(self.buf, pos, width)
         return struct.unpack_from(formats[info], self.buf, pos)[0], pos + width
 
     def string(self, major: int, n: int | None, pos: int):
+        buf = self.buf
         if n is None:  # indefinite: definite chunks of the same major type, then 0xFF
             chunks = []
-            while self.byte(pos) != 0xFF:
-                chunk_major, size, pos = self.head(pos)
-                if chunk_major != major or size is None:
+            while pos >= len(buf) or buf[pos] != 0xFF:
+                if pos >= len(buf):
+                    raise _CborError("truncated")
+                head = buf[pos]
+                if head >> 5 != major or head & 31 == 31:
                     kind = "text" if major == 3 else "byte"
                     raise _CborError(f"an indefinite {kind} string holds a chunk of another type")
-                chunk, pos = self.string(major, size, pos)
+                chunk, pos = self.item(pos)
                 chunks.append(chunk)
             joined = (b"" if major == 2 else "").join(chunks)
             self.spend(_COST_BYTES + 4 * len(joined))  # the chunks and their join, both held
             return joined, pos + 1
-        self.need(pos, n)
+        _need(buf, pos, n)
         # 4 bytes a character: the widest a str of n UTF-8 bytes can take
         self.spend(_COST_BYTES + n if major == 2 else _COST_STR + 4 * n)
-        raw = self.buf[pos : pos + n]
+        raw = buf[pos : pos + n]
         return (bytes(raw) if major == 2 else str(raw, "utf-8")), pos + n
 
-    def array(self, n: int | None, pos: int, depth: int):
-        self.spend(_COST_LIST)
-        items = []
-        while self.more(pos, n, len(items)):
-            self.spend(_COST_LIST_ITEM)
-            value, pos = self.item(pos, depth + 1)
-            items.append(value)
-        return items, pos + (n is None)
 
-    def map(self, n: int | None, pos: int, depth: int):
-        self.spend(_COST_MAP)
-        table: dict = {}
-        count = 0
-        while self.more(pos, n, count):
-            self.spend(_COST_MAP_ENTRY)
-            key, pos = self.item(pos, depth + 1)
-            if isinstance(key, list | dict):
-                raise _CborError("a map key that is an array or a map")
-            table[key], pos = self.item(pos, depth + 1)
-            count += 1
-        return table, pos + (n is None)
-
-    def more(self, pos: int, n: int | None, done: int) -> bool:
-        """Whether a container whose length is `n` (None: up to 0xFF) has another item."""
-        if n is None:
-            return self.byte(pos) != 0xFF
-        if done == 0:
-            self.need(pos, n)  # each item takes at least one byte
-        return done < n
+def _need(buf: memoryview, pos: int, n: int) -> None:
+    if n > len(buf) - pos:
+        raise _CborError(
+            f"truncated: {n} bytes or items declared at byte {pos}, {len(buf) - pos} left"
+        )

@@ -23,16 +23,16 @@ first `prod(shape)` elements after the offset; see `pickle_reader`).
 
 Bounds (`harness.engine.untrusted`), so memory follows the file's size, not its claims: the file
 is read whole only when it is a regular file of at most 2 GiB; a stored zip member (what
-torch.save writes) is bounded by the file itself, and all compressed members together (DEFLATE,
-BZIP2, LZMA: other zip tools) may inflate to at most `INFLATION_RATIO` times the file's size
-(burn's zip crate inflates without a cap); a storage is read only up to the bytes its element
+torch.save writes) is bounded by the file itself, and all DEFLATE members together (other zip
+tools) may inflate to at most `INFLATION_RATIO` times the file's size (burn's zip crate inflates
+without a cap). BZIP2 and LZMA members are refused: zipfile inflates each of their chunks
+whole, so a 785-byte BZIP2 chunk becomes 1 GiB at once, and no cap can stop it. A storage is read only up to the bytes its element
 count needs; shapes, strides and ranks NumPy cannot hold are refused before NumPy sees them.
 """
 
 from __future__ import annotations
 
 import io
-import lzma
 import math
 import zipfile
 import zlib
@@ -64,14 +64,12 @@ _MAX_DEPTH = 100
 _MAX_ENTRIES = 1_000_000
 # A real checkpoint's float tensors deflate by a few percent at most; a bomb by ~1000x.
 INFLATION_RATIO = 16
+_METHODS = {zipfile.ZIP_BZIP2: "BZIP2", zipfile.ZIP_LZMA: "LZMA"}
 _ZIP_ERRORS = (
     zipfile.BadZipFile,
     zlib.error,
-    lzma.LZMAError,
     EOFError,
-    OSError,  # bz2's "Invalid data stream"
-    NotImplementedError,  # unknown compression method
-    RuntimeError,  # encrypted member
+    RuntimeError,  # an encrypted member
     ValueError,
 )
 
@@ -172,7 +170,13 @@ class _Archive:
     def read(self, name: str, limit: int | None = None) -> bytes:
         """Member `name`'s bytes, at most `limit` of them (None: all); KeyError if absent."""
         info = self._zip.getinfo(name)
-        compressed = info.compress_type != zipfile.ZIP_STORED
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            method = _METHODS.get(info.compress_type, f"method {info.compress_type}")
+            raise BadPickle(
+                f"record '{clip(name)}' is compressed with {method}, which is not read (only "
+                "stored records, as torch.save writes them, and DEFLATE)"
+            )
+        compressed = info.compress_type == zipfile.ZIP_DEFLATED
         want = self._budget + 1 if compressed else min(info.compress_size, self._size)
         if limit is not None:
             want = min(want, limit)
