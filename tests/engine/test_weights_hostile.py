@@ -7,9 +7,10 @@ memory stays below 512 MiB above its baseline whatever the files claim (1 GiB re
 
 The bound is the child's own peak RSS (`getrusage(RUSAGE_SELF).ru_maxrss`) at the end, minus
 the peak after its imports (interpreter, NumPy, the engine, safetensors): one child loads all
-files, so the peak covers the worst of them. The address-space limit (2 GiB plus the baseline's
-virtual size) makes a runaway allocation fail as a MemoryError in the child, which is counted
-as a crash, instead of swapping the machine.
+files, so the peak covers the worst of them. The address-space limit (2 GiB of virtual memory
+in all; the child maps ~115 MB after its imports, with OPENBLAS_NUM_THREADS=1) makes a runaway
+allocation fail as a MemoryError in the child, counted as a crash, instead of swapping the
+machine.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from hostile_weights import CANARY_NAME, hostile_files
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("hostile_weights.py")
 PEAK_BOUND_MIB = 512
-ADDRESS_SPACE = 4 << 30  # virtual: NumPy and the interpreter map ~1 GiB before loading a file
+ADDRESS_SPACE = 2 << 30
 
 
 def _limit_address_space() -> None:

@@ -25,9 +25,11 @@ Bounds (`harness.engine.untrusted`), so memory follows the file's size, not its 
 is read whole only when it is a regular file of at most 2 GiB; a stored zip member (what
 torch.save writes) is bounded by the file itself, and all DEFLATE members together (other zip
 tools) may inflate to at most `INFLATION_RATIO` times the file's size (burn's zip crate inflates
-without a cap). BZIP2 and LZMA members are refused: zipfile inflates each of their chunks
-whole, so a 785-byte BZIP2 chunk becomes 1 GiB at once, and no cap can stop it. A storage is read only up to the bytes its element
-count needs; shapes, strides and ranks NumPy cannot hold are refused before NumPy sees them.
+without a cap). BZIP2 and LZMA members are refused (burn reads them): zipfile inflates each of
+their chunks whole, so a 785-byte BZIP2 chunk becomes 1 GiB at once, past any cap. A storage
+is read only up to the bytes its element count needs; shapes, strides and ranks NumPy cannot
+hold are refused before NumPy sees them; values from the file are shown in at most 200
+characters in messages.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ _LEGACY_PROTOCOL = 1001
 _ZIP_HEADER = b"PK\x03\x04"
 _MAX_DEPTH = 100
 _MAX_ENTRIES = 1_000_000
-# A real checkpoint's float tensors deflate by a few percent at most; a bomb by ~1000x.
+# Trained float tensors deflate by a few percent, zeros by ~1000x (a bomb's content): a file
+# that is mostly zeros can pass 16x and is refused, with the advice to re-save it.
 INFLATION_RATIO = 16
 _METHODS = {zipfile.ZIP_BZIP2: "BZIP2", zipfile.ZIP_LZMA: "LZMA"}
 _ZIP_ERRORS = (
@@ -190,7 +193,7 @@ class _Archive:
             if len(raw) > self._budget:
                 raise BadPickle(
                     f"compressed record '{clip(name)}' inflates past {INFLATION_RATIO} times the "
-                    "file's size (a zip bomb?); torch.save stores records uncompressed"
+                    "file's size (a zip bomb?); torch.save stores records uncompressed: re-save it"
                 )
             self._budget -= len(raw)
         return raw
