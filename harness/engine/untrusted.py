@@ -60,13 +60,17 @@ def read_file(path: str | os.PathLike, error: type[Exception], cap: int = MAX_FI
     except OSError as exc:
         raise error(f"{label}: cannot read the file: {exc.strerror or exc}") from None
     with os.fdopen(fd, "rb", buffering=0) as f:
-        _check_regular(label, os.fstat(fd), error, cap)
-        chunks, size = [], 0
-        while chunk := f.read(min(_READ_CHUNK, cap + 1 - size)):
+        info = os.fstat(fd)
+        _check_regular(label, info, error, cap)
+        # One read of the stat size (+1 to see EOF) is the whole file, joined without a copy;
+        # a file that grows meanwhile is read on in chunks, up to the cap.
+        chunks, size, want = [], 0, min(info.st_size, cap) + 1
+        while chunk := f.read(want):
             chunks.append(chunk)
             size += len(chunk)
             if size > cap:
                 raise error(f"{label}: the file is larger than {cap} bytes")
+            want = min(_READ_CHUNK, cap + 1 - size)
     return b"".join(chunks)
 
 
