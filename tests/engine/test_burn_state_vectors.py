@@ -223,7 +223,7 @@ def test_header_and_alignment_follow_burn_pack():
     data = burnpack.pack_bytes(pack)
     assert data[:4] == b"NRUB" and struct.unpack_from("<H", data, 4)[0] == 1
     size = struct.unpack_from("<I", data, 6)[0]
-    meta, _ = burnpack._decode(memoryview(data)[10 : 10 + size], 0, 0)
+    meta, _ = burnpack._decode(memoryview(data)[10 : 10 + size])
     assert [d["data_offsets"][0] % 256 for d in meta["tensors"].values()] == [0, 0, 0]
     assert (10 + size + 255) // 256 * 256 + meta["tensors"]["c"]["data_offsets"][1] == len(data)
 
@@ -232,7 +232,7 @@ def test_metadata_codec_reproduces_burns_own_bytes():
     """The CBOR metadata of a burnpack file burn wrote decodes and re-encodes to the same
     bytes (tensor table with dtype, shape, offsets and param ids, as ciborium writes it)."""
     blob = (DATA / "mnist_model_bpk_metadata.cbor").read_bytes()
-    meta, end = burnpack._decode(memoryview(blob), 0, 0)
+    meta, end = burnpack._decode(memoryview(blob))
     assert end == len(blob) and len(meta["tensors"]) == 18
     assert meta["tensors"]["conv1.conv.weight"]["dtype"] == "F32"
     assert meta["tensors"]["conv1.conv.weight"]["shape"] == [64, 1, 3, 3]

@@ -279,6 +279,33 @@ def test_missing_or_short_storage_records_are_errors_not_zeros(tmp_path):
     assert_same(PytorchReader(path).get("t").to_data(), torch.ones(4))
 
 
+def _recompress(path, method) -> None:
+    with zipfile.ZipFile(path) as archive:
+        records = {name: archive.read(name) for name in archive.namelist()}
+    with zipfile.ZipFile(path, "w", compression=method) as archive:
+        for name, data in records.items():
+            archive.writestr(name, data)
+
+
+def test_a_deflated_checkpoint_reads_as_torch_load_and_bzip2_is_refused(tmp_path):
+    """Another zip tool may recompress a checkpoint: DEFLATE reads (within the inflation cap),
+    BZIP2 and LZMA are refused, as zipfile cannot inflate them in bounded steps."""
+    want = {"t": torch.arange(1000.0), "z": torch.zeros(4096)}  # zeros deflate ~100x
+    path = save(tmp_path, want)
+    _recompress(path, zipfile.ZIP_DEFLATED)
+    arrays = read_arrays(path)
+    for name, tensor in want.items():
+        assert_same(arrays[name], tensor)
+    for method, text in [(zipfile.ZIP_BZIP2, "BZIP2"), (zipfile.ZIP_LZMA, "LZMA")]:
+        _recompress(path, method)
+        with pytest.raises(PytorchError) as err:
+            PytorchReader(path)
+        assert str(err.value) == (
+            f"{path}: record 'ckpt/byteorder' is compressed with {text}, which is not read (only "
+            "stored records, as torch.save writes them, and DEFLATE)"
+        )
+
+
 def test_truncated_legacy_file_is_an_error(tmp_path):
     path = save(tmp_path, {"t": torch.ones(4)}, legacy=True)
     path.write_bytes(path.read_bytes()[:-3])

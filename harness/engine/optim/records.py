@@ -81,6 +81,7 @@ from harness.engine.optim.state import (
     tensors,
     to_scalar,
 )
+from harness.engine.untrusted import clip, shown
 
 __all__ = [
     "LAYOUTS",
@@ -313,8 +314,8 @@ def _check_kind(source: str, key: str, stored: str | None, kind: str, where: str
     if stored is not None and stored != kind:
         known = "" if stored in LAYOUTS or stored == "LBFGS" else "unknown "
         raise RecordError(
-            f"{source}: {key}: the file holds {known}optimizer kind {stored!r}, the optimizer "
-            f"is {kind!r}{where}"
+            f"{source}: {key}: the file holds {known}optimizer kind {shown(stored)}, the "
+            f"optimizer is {kind!r}{where}"
         )
 
 
@@ -329,7 +330,7 @@ def _check_all_taken(source: str, src: StateSource, kind: str) -> None:
     """No tensor of the file is left over once every state has taken its own."""
     leftover = sorted(src.tensors)
     if leftover:
-        raise RecordError(f"{source}: {leftover[0]}: unexpected tensor for a {kind} state")
+        raise RecordError(f"{source}: {clip(leftover[0])}: unexpected tensor for a {kind} state")
 
 
 def _load_pack(optim: ModuleOptimizer | LBFGS, pack: Pack, source: str, module: Module | None):
@@ -345,13 +346,16 @@ def _load_pack(optim: ModuleOptimizer | LBFGS, pack: Pack, source: str, module: 
     for key, s in pack.scalars.items():
         head, _, leaf = key.rpartition(".")
         if leaf == RANK_KEY:
-            rank = from_scalar(s, "usize") if head.isdigit() else None
+            pid = _param_id(head)
+            rank = None if pid is None else from_scalar(s, "usize")
             if rank is None:
-                raise RecordError(f"{source}: {key}: not a param id's rank ({s.kind} {s.value})")
-            ranks[int(head)] = rank
+                raise RecordError(
+                    f"{source}: {clip(key)}: not a param id's rank ({s.kind} {shown(s.value)})"
+                )
+            ranks[pid] = rank
     for t in pack.tensors:
         if t.param_id is None:
-            raise RecordError(f"{source}: {t.name}: tensor without a param id")
+            raise RecordError(f"{source}: {clip(t.name)}: tensor without a param id")
         ranks.setdefault(t.param_id, t.array.ndim)
         src.insert_tensor(t.name, t.array)
     params = {} if module is None else {p.id: p for _, p in module.params()}
@@ -372,6 +376,15 @@ def _load_pack(optim: ModuleOptimizer | LBFGS, pack: Pack, source: str, module: 
     optim.records, optim.paths = records, paths
     groups.loaded(optim)
     return optim
+
+
+def _param_id(text: str) -> int | None:
+    """The param id `text` spells (burn's `ParamId` is a u64 written in ASCII decimal), or
+    None: `str.isdigit` alone accepts "²" and "٣", which `int()` refuses or reads."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 20:
+        return None
+    value = int(text)
+    return value if value < 1 << 64 else None
 
 
 def _check_arrays(source, prefix, rank, value, params, pid) -> None:
@@ -447,7 +460,8 @@ def load_scheduler(scheduler, path):
     """`scheduler.load_record` of the file's record (strict: every key present and typed)."""
     pack, path = _read(path)
     if pack.tensors:
-        raise RecordError(f"{path}: {pack.tensors[0].name}: a scheduler record has no tensors")
+        name = clip(pack.tensors[0].name)
+        raise RecordError(f"{path}: {name}: a scheduler record has no tensors")
     record = {}
     for key, t in _scheduler_types(scheduler, "", str(path)).items():
         s = pack.scalars.get(key)

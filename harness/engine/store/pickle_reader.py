@@ -32,6 +32,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from harness.engine.untrusted import INT64_MAX, MAX_RANK, clip, shown
+
 __all__ = ["BadPickle", "StorageRef", "TensorRecord", "unpickle"]
 
 # PyTorch storage class -> stored dtype (burn's `storage_type_to_dtype`).
@@ -100,24 +102,29 @@ class _Rebuild(NamedTuple):
 
 
 def _int(value, what: str) -> int:
-    if type(value) is not int or value < 0:
-        raise BadPickle(f"{what} must be a non-negative int, got {value!r}")
+    """A non-negative int64, as PyTorch stores sizes, strides, offsets and element counts."""
+    if type(value) is not int or not 0 <= value <= INT64_MAX:
+        raise BadPickle(f"{what} must be an int in [0, 2**63), got {shown(value)}")
     return value
 
 
 def _ints(value, what: str) -> tuple[int, ...]:
     if not isinstance(value, tuple | list):
-        raise BadPickle(f"{what} must be a tuple of ints, got {value!r}")
+        raise BadPickle(f"{what} must be a tuple of ints, got {shown(value)}")
+    if len(value) > MAX_RANK:
+        raise BadPickle(f"{what} has rank {len(value)}, more than {MAX_RANK}")
     return tuple(_int(v, what) for v in value)
 
 
 def _record(storage, offset, size, stride) -> TensorRecord:
     if not isinstance(storage, StorageRef):
-        raise BadPickle(f"tensor storage must be a persistent storage id, got {storage!r}")
+        raise BadPickle(f"tensor storage must be a persistent storage id, got {shown(storage)}")
     shape = _ints(size, "tensor size")
     strides = _ints(stride, "tensor stride")
     if len(strides) != len(shape):
-        raise BadPickle(f"tensor size {list(shape)} and stride {list(strides)} differ in rank")
+        raise BadPickle(
+            f"tensor size {shown(list(shape))} and stride {shown(list(strides))} differ in rank"
+        )
     return TensorRecord(storage, _int(offset, "storage offset"), shape, strides)
 
 
@@ -131,7 +138,7 @@ def _rebuild_tensor(storage, offset, size, stride):
 
 def _rebuild_parameter(data, _requires_grad=False, _backward_hooks=None):
     if not isinstance(data, TensorRecord):
-        raise BadPickle(f"_rebuild_parameter expects a tensor, got {data!r}")
+        raise BadPickle(f"_rebuild_parameter expects a tensor, got {shown(data)}")
     return data
 
 
@@ -145,11 +152,13 @@ _TENSOR_TYPES = {
 def _rebuild_from_type_v2(func, new_type, args, _state=None):
     # torch calls func(*args) and then casts to new_type; only tensor types are known here.
     if not isinstance(func, _Rebuild) or func.fn is _rebuild_from_type_v2:
-        raise BadPickle(f"_rebuild_from_type_v2 expects a tensor rebuild function, got {func!r}")
+        raise BadPickle(
+            f"_rebuild_from_type_v2 expects a tensor rebuild function, got {shown(func)}"
+        )
     if new_type not in _TENSOR_TYPES:
-        raise BadPickle(f"_rebuild_from_type_v2 to {new_type!r} is not a tensor type")
+        raise BadPickle(f"_rebuild_from_type_v2 to {shown(new_type)} is not a tensor type")
     if not isinstance(args, tuple):
-        raise BadPickle(f"_rebuild_from_type_v2 expects an argument tuple, got {args!r}")
+        raise BadPickle(f"_rebuild_from_type_v2 expects an argument tuple, got {shown(args)}")
     return func(*args)
 
 
@@ -183,12 +192,12 @@ ALLOWED_TEXT = "collections.OrderedDict, torch._utils._rebuild_tensor_v2 and tor
 def storage_ref(pid) -> StorageRef:
     """A persistent id `('storage', torch.FloatStorage, key, location, numel[, view])`."""
     if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage":
-        raise BadPickle(f"persistent id {pid!r} is not a storage id")
+        raise BadPickle(f"persistent id {shown(pid)} is not a storage id")
     storage_type, key, numel = pid[1], pid[2], pid[4]
     if not isinstance(storage_type, StorageType):
-        raise BadPickle(f"storage type {storage_type!r} is not a torch storage class")
+        raise BadPickle(f"storage type {shown(storage_type)} is not a torch storage class")
     if not isinstance(key, str):
-        raise BadPickle(f"storage key {key!r} is not a string")
+        raise BadPickle(f"storage key {shown(key)} is not a string")
     if len(pid) > 5 and pid[5] is not None:
         raise BadPickle("storage views (files written by PyTorch < 1.0) are not supported")
     return StorageRef(key, storage_type.dtype, _int(numel, "storage size"))
@@ -199,7 +208,7 @@ class _Unpickler(pickle.Unpickler):
         found = ALLOWED.get((module, name))
         if found is None:
             raise BadPickle(
-                f"refused global '{module}.{name}': a state_dict of tensors needs only "
+                f"refused global '{clip(f'{module}.{name}')}': a state_dict of tensors needs only "
                 f"{ALLOWED_TEXT} (for a saved model, save model.state_dict() instead)"
             )
         return found
@@ -208,7 +217,9 @@ class _Unpickler(pickle.Unpickler):
         ref = storage_ref(pid)
         known = self.storages.setdefault(ref.key, ref)
         if known != ref:
-            raise BadPickle(f"storage '{ref.key}' is described twice: {known} and {ref}")
+            raise BadPickle(
+                f"storage '{clip(ref.key)}' is described twice: {shown(known)} and {shown(ref)}"
+            )
         return ref
 
 
@@ -226,5 +237,5 @@ def unpickle(data: bytes | io.BufferedIOBase) -> tuple[Any, dict[str, StorageRef
     except BadPickle:
         raise
     except Exception as exc:  # truncated or corrupt bytes: every failure is the file's fault
-        raise BadPickle(f"corrupt pickle ({type(exc).__name__}: {exc})") from exc
+        raise BadPickle(f"corrupt pickle ({type(exc).__name__}: {clip(str(exc))})") from exc
     return obj, unpickler.storages
