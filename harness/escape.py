@@ -53,13 +53,33 @@ _INT_BITS = 1 << 12  # ~1,233 digits: written well below Python's int-to-str lim
 
 
 class _Echo(reprlib.Repr):
-    """``reprlib`` limits: a few levels, a few items each, long strings cut before quoting."""
+    """``reprlib`` limits (a few levels, a few items each, long strings cut before quoting),
+    with the containers dispatched by ``isinstance``: reprlib dispatches by type name, so an
+    ``OrderedDict`` or a NamedTuple from an unpickler would get the builtin, unbounded repr."""
 
     def __init__(self) -> None:
         super().__init__()
         self.maxlevel, self.maxlist, self.maxtuple, self.maxdict = 3, 8, 8, 4
         self.maxset = self.maxfrozenset = self.maxdeque = self.maxarray = 8
         self.maxstring = self.maxother = self.maxlong = MAX_ECHO
+
+    def repr1(self, x: object, level: int) -> str:
+        if x is None or isinstance(x, bool):
+            return repr(x)
+        if isinstance(x, float):
+            return repr(float(x))
+        if isinstance(x, int):
+            return self.repr_int(int(x), level)
+        if isinstance(x, bytes):
+            head = repr(x[: self.maxstring])
+            return head if len(x) <= self.maxstring else f"{head}...({len(x)} bytes)"
+        for kind, method in ((str, self.repr_str), (dict, self.repr_dict), (list, self.repr_list)):
+            if isinstance(x, kind):
+                return method(x, level)
+        if isinstance(x, tuple):
+            named = type(x).__name__ if getattr(x, "_fields", None) else ""  # a NamedTuple
+            return named + self.repr_tuple(tuple(x), level)
+        return f"<{type(x).__name__}>"  # no repr of an arbitrary object: it could be anything
 
     def repr_int(self, x: int, level: int) -> str:
         if x.bit_length() > _INT_BITS:

@@ -150,7 +150,12 @@ ONLY_FROM = {
 # Single modules allowed one more import than their prefix's rule: the engine's burnpack writer
 # saves through the harness's one atomic writer (temp file, fsync, os.replace) rather than a
 # second copy of it.
-ALSO_FROM = {"harness.engine.optim.burnpack": ("harness.sidecar",)}
+ALSO_FROM = {
+    "harness.engine.optim.burnpack": ("harness.sidecar",),
+    # Weight files are read through the harness's one bounded reader and echoed through its
+    # one bounded repr: the engine keeps no second copy of either.
+    "harness.engine.untrusted": ("harness.bounded", "harness.escape"),
+}
 # Modules that must not import these (the runner below the session, neither of them the CLI).
 NEVER = {
     "harness.checks": ("harness.runner", "harness.session", "harness.golden", "harness.cli"),

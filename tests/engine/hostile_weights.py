@@ -370,12 +370,12 @@ def _shapes() -> list[Hostile]:
         (
             "numel_5000_digits.pt",
             tensor(numel=big),
-            "storage size must be an int in [0, 2**63), got <int of 16610 bits>",
+            "storage size must be an int in [0, 2**63), got <integer of 16610 bits>",
         ),
         (
             "storage_key_5000_digits.pt",
             tensor(key=p_int(big)),
-            "storage key <int of 16610 bits> is not a string",
+            "storage key <integer of 16610 bits> is not a string",
         ),
         ("storage_key_nested_lists.pt", tensor(key=nested), "storage key [["),
         ("expanded_2_40_stride_0.pt", tensor(size=(1 << 40,), stride=(0,)), None),
@@ -388,7 +388,7 @@ def _shapes() -> list[Hostile]:
             "dict_key_5000_digits.pt",
             "pt",
             checkpoint(key_big, {"0": bytes(4)}),
-            "dict key <int of 16610 bits> at '' is not a string or an int64",
+            "dict key <integer of 16610 bits> at '' is not a string or an int64",
         )
     )
     param = p_call(
@@ -413,7 +413,7 @@ def _shapes() -> list[Hostile]:
     )
     legacy = LEGACY_HEADER + pickle_of(p_int(big)) + pickle_of(p_dict({}))
     out.append(
-        Hostile("legacy_protocol_5000_digits.pt", "pt", legacy, "protocol <int of 16610 bits>")
+        Hostile("legacy_protocol_5000_digits.pt", "pt", legacy, "protocol <integer of 16610 bits>")
     )
     shared = b"}q\x00"
     for i in range(40):  # {"a": d, "b": d} 40 times: 2**40 paths

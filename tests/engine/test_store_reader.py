@@ -261,7 +261,7 @@ def test_broken_files_give_one_line_errors_naming_the_file(tmp_path):
         message = str(err.value)
         assert message.startswith(f"{path}: ") and problem in message, message
         assert "\n" not in message
-    with pytest.raises(PytorchError, match="cannot read the file: No such file or directory"):
+    with pytest.raises(PytorchError, match=r"absent\.pt: no such file"):
         PytorchReader(tmp_path / "absent.pt")
 
 
@@ -351,7 +351,7 @@ def test_safetensors_from_bytes_and_broken_buffers(tmp_path):
     assert str(err.value).startswith(f"{broken}: not a safetensors file: ")
     with pytest.raises(SafetensorsStoreError, match="<safetensors bytes>: not a safetensors"):
         SafetensorsStore.from_bytes(b"\x00" * 3).keys()
-    with pytest.raises(SafetensorsStoreError, match="cannot read the file"):
+    with pytest.raises(SafetensorsStoreError, match=r"absent\.safetensors: no such file"):
         SafetensorsStore.from_file(tmp_path / "absent.safetensors").keys()
 
 

@@ -1,7 +1,7 @@
 """The limits the weight importers share (harness.engine.untrusted): reprs that stay short
 whatever they show, shapes NumPy could not hold, a read that stops at its cap."""
 
-from __future__ import annotations
+from __future__ import re
 
 from collections import OrderedDict
 from typing import NamedTuple
@@ -41,8 +41,8 @@ def test_shown_is_bounded_whatever_it_shows(value):
 
 
 def test_shown_names_ints_too_long_to_print_and_keeps_small_values():
-    assert shown(10**5000) == "<int of 16610 bits>"
-    assert shown(-(10**5000)) == "<-int of 16610 bits>"
+    assert shown(10**5000) == "<integer of 16610 bits>"
+    assert shown(-(10**5000)) == "<-integer of 16610 bits>"
     assert shown([1, 2.5, "a", None, True]) == "[1, 2.5, 'a', None, True]"
     assert shown(Ref("w", 4)) == "Ref('w', 4)"
     assert shown(np.float32) == "<type>"  # no repr of arbitrary objects
@@ -67,7 +67,8 @@ def test_read_file_stops_at_its_cap_and_names_the_file(tmp_path):
     path = tmp_path / "w.pt"
     path.write_bytes(b"x" * 100)
     assert read_file(path, ValueError, cap=100) == b"x" * 100
-    with pytest.raises(ValueError, match=rf"^{path}: the file is larger than 99 bytes$"):
+    over = f"^{re.escape(str(path))}: is 100 bytes, over the limit of 99 bytes for a weight file$"
+    with pytest.raises(ValueError, match=over):
         read_file(path, ValueError, cap=99)
-    with pytest.raises(ValueError, match=r"cannot read the file: No such file or directory$"):
+    with pytest.raises(ValueError, match=r"absent.pt: no such file$"):
         read_file(tmp_path / "absent.pt", ValueError)

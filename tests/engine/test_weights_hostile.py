@@ -102,7 +102,7 @@ def test_special_files_are_refused_without_reading(loaded):
         "dev_zero.bpk: is a character device, not a regular file"
     )
     folder = report["outcomes"]["folder.safetensors"]["message"]
-    assert folder.endswith("folder.safetensors: is a directory, not a weight file")
+    assert folder.endswith("folder.safetensors: is a directory, expected a weight file")
 
 
 def test_no_code_runs(loaded):
