@@ -1,8 +1,9 @@
 """The limits the weight importers share (harness.engine.untrusted): reprs that stay short
 whatever they show, shapes NumPy could not hold, a read that stops at its cap."""
 
-from __future__ import re
+from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import NamedTuple
 
