@@ -331,7 +331,7 @@ def _enter_numerics(args: argparse.Namespace) -> int | None:
 
     where = "--numerics" if args.numerics else f"{args.project.source}: numerics"
     try:
-        entry = numerics.enter(args.numerics or args.project.numerics, where=where)
+        entry = numerics.enter(numerics.choose(args.numerics, args.project.numerics), where=where)
     except numerics.NumericsError as exc:
         return error(args.prog, str(exc))
     if entry.problem:

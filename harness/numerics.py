@@ -147,6 +147,7 @@ def enter(choice: str, *, where: str = "--numerics") -> Entry:
     already = all(os.environ.get(k) == v for k, v in wanted.items()) and not remove
     name = profile.name if profile else "native"
     if already and os.environ.get(MARKER, "native") == name:
+        os.environ[MARKER] = name  # for the children (xdist's workers): they follow this choice
         return Entry(choice, profile)
     loaded = [m for m in ("numpy", "torch") if m in sys.modules]
     if loaded:
@@ -159,11 +160,14 @@ def enter(choice: str, *, where: str = "--numerics") -> Entry:
     for key in remove:
         os.environ.pop(key, None)
     os.environ.update(wanted)
-    if profile:
-        os.environ[MARKER] = profile.name
-    else:
-        os.environ.pop(MARKER, None)
+    os.environ[MARKER] = name
     return Entry(choice, profile)
+
+
+def choose(given: str | None, configured: str) -> str:
+    """The numerics to enter: the command line's, else what a parent process entered (its
+    children, xdist's workers among them, run as it does), else the project's setting."""
+    return given or os.environ.get(MARKER) or configured
 
 
 def choice_in(args: Sequence[str]) -> str | None:

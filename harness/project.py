@@ -256,12 +256,11 @@ def enter_numerics(args: Sequence[str], start: Path) -> numerics.Entry | numeric
     nearest settings' ``numerics``. A bad choice is returned, for the program to report once it
     can; an unreadable settings file counts as the default here (the program that reads the
     settings for real reports it)."""
-    choice = numerics.choice_in(args)
-    if choice is None:
-        try:
-            choice = load_project(start).numerics
-        except ConfigError:
-            choice = numerics.DEFAULT
+    try:
+        configured = load_project(start).numerics
+    except ConfigError:
+        configured = numerics.DEFAULT
+    choice = numerics.choose(numerics.choice_in(args), configured)
     try:
         return numerics.enter(choice)
     except numerics.NumericsError as exc:

@@ -85,10 +85,20 @@ def pytest_configure(config: pytest.Config) -> None:
     except project_api.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[REPORTS] = {}
+    _check_numerics(config)
+
+
+def _check_numerics(config: pytest.Config) -> None:
+    """A bad choice is a usage error; one that differs from what start-up put in force (a
+    ``pytest.main(args)`` call in a live process) is a warning: nothing can change it now."""
     if isinstance(_NUMERICS, numerics.NumericsError):
         raise pytest.UsageError(str(_NUMERICS))
-    asked = config.getoption("numerics") or config.stash[PROJECT].numerics
-    if asked != _NUMERICS.choice or _NUMERICS.problem:  # pytest.main(args) in a live process
+    asked = numerics.choose(config.getoption("numerics"), config.stash[PROJECT].numerics)
+    try:
+        wanted = numerics.resolve(asked)
+    except numerics.NumericsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if wanted != _NUMERICS.profile or _NUMERICS.problem:
         problem = _NUMERICS.problem or (
             f"numerics {asked!r} asked for after start-up, where {_NUMERICS.choice!r} was put"
             " in force: this session keeps the latter"

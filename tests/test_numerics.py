@@ -153,3 +153,23 @@ def test_pytest_names_the_numerics_in_force_in_its_header(tmp_path):
     header = [line for line in done.stdout.splitlines() if line.startswith("conformance")]
     assert len(header) == 1
     assert header[0].startswith("conformance numerics: native (numpy ")
+
+
+def test_a_child_runs_the_numerics_its_parent_entered_unless_told_otherwise():
+    """xdist's workers and compare.py run by a test see no --numerics of the parent's command
+    line: they follow the parent's choice (its marker), and an explicit choice still wins."""
+    code = """
+import json, sys
+from pathlib import Path
+from harness.project import enter_numerics
+entry = enter_numerics(sys.argv[1:], Path.cwd())
+print(json.dumps(entry.profile.name if entry.profile else "native"))
+"""
+    env = {k: v for k, v in os.environ.items() if k not in PROFILE_VARS}
+    env[numerics.MARKER] = "native"
+    for args, expected in (([], "native"), (["--numerics", "x86-64-v2"], "x86-64-v2")):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args], env=env, cwd=ROOT, capture_output=True,
+            text=True, check=True,
+        )  # fmt: skip
+        assert json.loads(done.stdout) == expected
