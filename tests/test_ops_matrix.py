@@ -81,7 +81,8 @@ def test_kinks_and_specials_value_sets_are_chosen_per_op():
 def _possible_keys():
     """Every comparison key the registry can produce (without running anything)."""
     for p in PAIRS:
-        checks = ["shape", "forward", "forward[1]"] + [f"vjp.{n}" for n in p.float_inputs]
+        # "error": a cell where one side raises (unfold's window longer than the dim).
+        checks = ["shape", "forward", "forward[1]", "error"] + [f"vjp.{n}" for n in p.float_inputs]
         for dtype in matrix.DTYPES:
             for case in p.shapes:
                 for vs in valuesets(p):

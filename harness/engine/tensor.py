@@ -27,7 +27,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from . import autodiff
+from . import autodiff, composites
 from .autodiff import GRAD, AutodiffMethods, Node
 from .device import Device
 from .errors import AutodiffError, ShapeError
@@ -42,7 +42,7 @@ from .methods import (
     untracked_method,
     variadic_result,
 )
-from .ops import conversions, elementwise, indexing, lattice, linalg, nn, reductions, unary
+from .ops import conversions, elementwise, indexing, lattice, layout, linalg, nn, reductions, unary
 from .ops import shape as shape_ops
 from .ops.arrays import FLOAT_DTYPES, bool_mask, float_dtype, fmt, norm_dim
 
@@ -280,6 +280,11 @@ class Tensor(AutodiffMethods):
     slice_assign = param_binary_method(lattice.SLICE_ASSIGN)
     gather_nd = indexed_method(lattice.GATHER_ND)
     max_pair = binary_method(lattice.MAX_PAIR)
+    permute = unary_method(layout.PERMUTE)
+    flip = unary_method(layout.FLIP)
+    expand = unary_method(layout.EXPAND)
+    repeat_dim = unary_method(layout.REPEAT_DIM)
+    unfold = unary_method(layout.UNFOLD)
 
     def cast(self, dtype) -> Tensor:
         """Convert a float tensor to another float dtype, tracked: the gradient is cast back
@@ -386,6 +391,22 @@ class Tensor(AutodiffMethods):
         if self._data.ndim < 2:
             raise ShapeError(f"transpose: needs rank >= 2, got shape {fmt(self.shape)}")
         return self.swap_dims(-2, -1)
+
+    # ------------------------------------------------------------------ burn-tensor composites
+
+    stack = staticmethod(composites.stack)
+    narrow = composites.narrow
+    chunk = composites.chunk
+    split = composites.split
+    split_with_sizes = composites.split_with_sizes
+    roll = composites.roll
+    roll_dim = composites.roll_dim
+    repeat = composites.repeat
+    movedim = composites.movedim
+    squeeze_dims = composites.squeeze_dims
+    unsqueeze_dims = composites.unsqueeze_dims
+    tril = composites.tril
+    triu = composites.triu
 
     # ------------------------------------------------------------------ operators
 

@@ -1,0 +1,262 @@
+"""Tensor methods burn-tensor builds from other ops (`crates/burn-tensor/src/tensor/api/
+{base,numeric,float,orderable}.rs`, burn commit 2c06be351006851d42fdb6df16b976f4a82d9747),
+written as burn writes them, so that their gradients are the rules of the ops they call.
+
+Each function takes the tensor first and is bound as a method in `harness.engine.tensor`
+(`narrow = composites.narrow`); none touches a NumPy array of a tracked value, only methods.
+Their op-matrix facts sit beside the primitives' (`harness.engine.ops.layout.COMPOSITE_CHECKS`,
+...). Argument checks raise ShapeError with burn's `TensorCheck` text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .errors import ShapeError
+from .ops.arrays import fmt, norm_dim
+
+# ---- shape (api/base.rs) ------------------------------------------------------------------------
+
+
+def stack(tensors: Sequence, dim: int):
+    """burn's `Tensor::stack`: each tensor `unsqueeze_dim(dim)`, then `cat` along `dim`
+    (a static method: `Tensor.stack([a, b], 0)`); the shapes must be equal."""
+    if not tensors:
+        raise ShapeError("stack: Can't stack an empty list of tensors.")
+    first = tensors[0]
+    d = norm_dim("stack", dim, first.ndim + 1)
+    if any(t.shape != first.shape for t in tensors):
+        shapes = ", ".join(fmt(t.shape) for t in tensors)
+        raise ShapeError(f"stack: Can't stack tensors with different shapes: {shapes}")
+    return first.__class__.cat([t.unsqueeze_dim(d) for t in tensors], d)
+
+
+def narrow(self, dim: int, start: int, length: int):
+    """`length` elements from `start` along `dim`: a `slice`, after burn's
+    `TensorCheck::narrow` (length > 0, start inside the dim, start + length within it)."""
+    d = norm_dim("narrow", dim, self.ndim)
+    n = self.shape[d]
+    if length <= 0:
+        raise ShapeError(f"narrow: Can't narrow at dimension {d}, length must be greater than 0")
+    if start >= n:
+        raise ShapeError(
+            f"narrow: Can't narrow at dimension {d}, start exceeds the size of the tensor "
+            f"along this dimension (Size={n})"
+        )
+    if start + length > n:
+        raise ShapeError(
+            f"narrow: Can't narrow at dimension {d}, start + length exceeds the size of the "
+            f"tensor along this dimension (Size={n})"
+        )
+    ranges = [None] * self.ndim
+    ranges[d] = (start, start + length)
+    return self.slice(ranges)
+
+
+def chunk(self, chunks: int, dim: int) -> list:
+    """burn's `chunk`, literally: fewer elements than chunks gives one `narrow` per element;
+    a divisible size gives equal chunks; otherwise `chunks - 1` chunks of `size // chunks + 1`
+    and a last one of `size % chunk_size`.
+
+    PyTorch difference: torch stops once the elements run out (`torch.chunk` of 6 into 4
+    gives 3 chunks of 2). burn's last `narrow` then starts at the end or runs past it, and
+    its check panics: here a ShapeError from `narrow` (for 6 into 4, 5 into 4, ...).
+    """
+    d = norm_dim("chunk", dim, self.ndim)
+    size = self.shape[d]
+    if size < chunks:
+        return [narrow(self, d, i, 1) for i in range(size)]
+    if size % chunks == 0:
+        step = size // chunks
+        return [narrow(self, d, i * step, step) for i in range(chunks)]
+    step = size // chunks + 1
+    parts = [narrow(self, d, i * step, step) for i in range(chunks - 1)]
+    parts.append(narrow(self, d, (chunks - 1) * step, size % step))
+    return parts
+
+
+def split(self, split_size: int, dim: int) -> list:
+    """Pieces of `split_size` along `dim`, the last one shorter (burn's `split`); a
+    `split_size` of 0 raises unless the dim is empty (which gives no piece)."""
+    d = norm_dim("split", dim, self.ndim)
+    size = self.shape[d]
+    if split_size == 0 and size != 0:
+        raise ShapeError(
+            "split: split_size must be greater than 0 unless the tensor size along the "
+            f"dimension is 0. split_size: '{split_size}', tensor size along dim '{d}': '{size}'."
+        )
+    return [narrow(self, d, s, min(split_size, size - s)) for s in range(0, size, split_size or 1)]
+
+
+def split_with_sizes(self, split_sizes: Sequence[int], dim: int) -> list:
+    """Pieces of the given sizes along `dim`, which must add up to its size (burn's check).
+
+    PyTorch difference: burn skips a size of 0 (`continue`), where `torch.split` returns an
+    empty piece for it.
+    """
+    d = norm_dim("split_with_sizes", dim, self.ndim)
+    size = self.shape[d]
+    if sum(split_sizes) != size:
+        raise ShapeError(
+            "split_with_sizes: The sum of split_sizes must equal the tensor size along the "
+            f"specified dimension. Sum of split_sizes: '{sum(split_sizes)}', tensor size "
+            f"along dim '{d}': '{size}'."
+        )
+    starts = np.cumsum([0, *split_sizes[:-1]]) if split_sizes else []
+    return [narrow(self, d, int(s), n) for s, n in zip(starts, split_sizes, strict=True) if n]
+
+
+def roll_dim(self, shift: int, dim: int):
+    """burn's `roll_dim`: `cat([slice(shift..), slice(..shift)], dim)` with `shift` wrapped
+    into `0..size`; a 0 shift or an empty dim returns the tensor itself.
+
+    PyTorch difference: the element at `shift` comes first, so burn's `roll_dim(s, d)` is
+    torch's `roll(x, -s, d)` (burn's test `test_roll_dim`: `[[0, 1, 2], [3, 4, 5]]` rolled
+    by 1 along dim 0 is `[[3, 4, 5], [0, 1, 2]]`; torch's roll by 1 gives the same here only
+    because the dim has 2 elements).
+    """
+    d = norm_dim("roll", dim, self.ndim)
+    size = self.shape[d]
+    if size == 0 or shift % size == 0:
+        return self
+    return _rolled(self, shift % size, d)
+
+
+def roll(self, shifts: Sequence[int], dims: Sequence[int]):
+    """burn's `roll`: the shifts per dim added up, wrapped, then one `roll_dim` per dim with a
+    non-zero shift, in dim order (see `roll_dim` for the direction, opposite to torch's)."""
+    if len(shifts) != len(dims):
+        raise ShapeError(
+            f"roll: Dimensions and shifts must align; found dims={list(dims)}, "
+            f"shifts={list(shifts)}"
+        )
+    total = [0] * self.ndim
+    for shift, dim in zip(shifts, dims, strict=True):
+        total[norm_dim("roll", dim, self.ndim)] += shift
+    if self.numel() == 0:
+        return self
+    out = self
+    for d, shift in enumerate(total):
+        if shift % self.shape[d]:
+            out = _rolled(out, shift % self.shape[d], d)
+    return out
+
+
+def _rolled(x, shift: int, d: int):
+    """burn's `unchecked_roll_dim`, for 0 < shift < size."""
+    head = [None] * x.ndim
+    tail = [None] * x.ndim
+    head[d] = (shift, None)
+    tail[d] = (0, shift)
+    return x.__class__.cat([x.slice(head), x.slice(tail)], d)
+
+
+def repeat(self, sizes: Sequence[int]):
+    """`repeat_dim(dim, times)` for each dim whose count is above 1 (burn's `repeat`); a count
+    of 0 gives an empty tensor of the repeated shape, untracked (burn's `Tensor::empty`)."""
+    if len(sizes) > self.ndim:
+        raise ShapeError(f"repeat: {len(sizes)} sizes for a tensor of shape {fmt(self.shape)}")
+    if 0 in sizes:
+        shape = [n * (sizes[i] if i < len(sizes) else 1) for i, n in enumerate(self.shape)]
+        return self.__class__.zeros(shape, self.device, self.dtype)
+    out = self
+    for dim, times in enumerate(sizes):
+        if times > 1:
+            out = out.repeat_dim(dim, times)
+    return out
+
+
+def movedim(self, src, dst):
+    """Move dims `src` to positions `dst` (an int or a list each, negative from the end), the
+    others keeping their order: burn's `movedim`, a `permute`."""
+    source = [src] if isinstance(src, int) else list(src)
+    dest = [dst] if isinstance(dst, int) else list(dst)
+    if len(source) != len(dest):
+        raise ShapeError(
+            "movedim: The number of dimensions in source and destination must be equal. "
+            f"Source dimensions: {source}, Destination dimensions: {dest}."
+        )
+    n = self.ndim
+    source = [norm_dim("movedim", s, n) for s in source]
+    dest = [norm_dim("movedim", s, n) for s in dest]
+    if len(set(source)) != len(source) or len(set(dest)) != len(dest):
+        raise ShapeError(f"movedim: repeated dims in source {source} or destination {dest}")
+    axes = [-1] * n
+    for s, d in zip(source, dest, strict=True):
+        axes[d] = s
+    rest = iter(i for i in range(n) if i not in source)
+    return self.permute([a if a != -1 else next(rest) for a in axes])
+
+
+def squeeze_dims(self, dims: Sequence[int]):
+    """Remove `dims` (each of size 1; repeats count once), or every dim of size 1 when `dims`
+    is empty; burn refuses to squeeze as many dims as the tensor has."""
+    shape = self.shape
+    if dims:
+        picked = sorted({norm_dim("squeeze_dims", d, len(shape)) for d in dims})
+    else:
+        picked = [i for i, n in enumerate(shape) if n == 1]
+    if len(picked) >= len(shape):
+        raise ShapeError(
+            "squeeze_dims: Attempted to squeeze too many dimensions! "
+            f"Got {len(picked)} dims, tensor has {len(shape)}"
+        )
+    for d in picked:
+        if shape[d] != 1:
+            raise ShapeError(f"squeeze_dims: Can't squeeze dimension {d} because its size is not 1")
+    return self.reshape([n for i, n in enumerate(shape) if i not in picked])
+
+
+def unsqueeze_dims(self, axes: Sequence[int]):
+    """Insert a dim of size 1 at each of `axes` of the result (burn's `unsqueeze_dims`: a
+    negative axis counts from the end of the result, each further negative one a place
+    earlier; a repeated axis inserts several dims from there)."""
+    rank = self.ndim + len(axes)
+    offset = rank
+    fixed = []
+    for a in axes:
+        _check_unsqueeze_axis(a, rank)
+        if a < 0:
+            offset -= 1
+            a = a + offset + 1
+        fixed.append(a)
+    fixed.sort()
+    for i in range(1, len(fixed)):
+        fixed[i] = max(fixed[i], fixed[i - 1] + 1)
+    for a in fixed:
+        _check_unsqueeze_axis(a, rank)
+    old = iter(self.shape)
+    return self.reshape([1 if i in fixed else next(old) for i in range(rank)])
+
+
+def _check_unsqueeze_axis(axis: int, rank: int) -> None:
+    if not -rank <= axis < rank:
+        raise ShapeError(
+            f"unsqueeze_dims: unsqueeze arg {axis} is out of range for the output tensor of "
+            f"rank {rank}"
+        )
+
+
+# ---- triangles (api/numeric.rs) -----------------------------------------------------------------
+
+
+def tril(self, diagonal: int = 0):
+    """Zero above the `diagonal`-th diagonal of the last two dims: burn's `tril`, a
+    `mask_fill(tril_mask, 0)`, so the gradient is 0 where zeroed (and NaN there becomes 0)."""
+    return self.mask_fill(_tri_mask(self, "tril", lambda j_minus_i: j_minus_i > diagonal), 0.0)
+
+
+def triu(self, diagonal: int = 0):
+    """Zero below the `diagonal`-th diagonal of the last two dims (burn's `triu`, as `tril`)."""
+    return self.mask_fill(_tri_mask(self, "triu", lambda j_minus_i: j_minus_i < diagonal), 0.0)
+
+
+def _tri_mask(x, op: str, zeroed):
+    if x.ndim < 2:
+        raise ShapeError(f"{op}: The input tensor must have at least 2 dimensions, got {x.ndim}")
+    rows, cols = x.shape[-2:]
+    offsets = np.arange(cols)[None, :] - np.arange(rows)[:, None]
+    mask = np.broadcast_to(zeroed(offsets), x.shape)
+    return x.__class__.from_numpy(mask, x.device)
