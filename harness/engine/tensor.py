@@ -42,7 +42,20 @@ from .methods import (
     untracked_method,
     variadic_result,
 )
-from .ops import conversions, elementwise, indexing, lattice, layout, linalg, nn, reductions, unary
+from .ops import activation as activation_ops
+from .ops import (
+    conversions,
+    elementwise,
+    indexing,
+    lattice,
+    layout,
+    linalg,
+    nn,
+    reductions,
+    rounding,
+    trig,
+    unary,
+)
 from .ops import shape as shape_ops
 from .ops.arrays import FLOAT_DTYPES, bool_mask, float_dtype, fmt, norm_dim
 
@@ -285,6 +298,26 @@ class Tensor(AutodiffMethods):
     expand = unary_method(layout.EXPAND)
     repeat_dim = unary_method(layout.REPEAT_DIM)
     unfold = unary_method(layout.UNFOLD)
+    sin = unary_method(trig.SIN)
+    cos = unary_method(trig.COS)
+    tan = unary_method(trig.TAN)
+    sinh = unary_method(trig.SINH)
+    cosh = unary_method(trig.COSH)
+    asin = unary_method(trig.ASIN)
+    acos = unary_method(trig.ACOS)
+    atan = unary_method(trig.ATAN)
+    asinh = unary_method(trig.ASINH)
+    acosh = unary_method(trig.ACOSH)
+    atanh = unary_method(trig.ATANH)
+    atan2 = binary_method(trig.ATAN2)
+    hypot = binary_method(trig.HYPOT)
+    round = unary_method(rounding.ROUND)
+    floor = unary_method(rounding.FLOOR)
+    ceil = unary_method(rounding.CEIL)
+    trunc = unary_method(rounding.TRUNC)
+    sign = unary_method(rounding.SIGN)
+    erf = unary_method(activation_ops.ERF)
+    powf = binary_method(elementwise.POWF)
 
     def cast(self, dtype) -> Tensor:
         """Convert a float tensor to another float dtype, tracked: the gradient is cast back
@@ -344,6 +377,16 @@ class Tensor(AutodiffMethods):
     def clamp_max(self, max) -> Tensor:
         """Clamp from above (see `clamp` for NaN on each device)."""
         return self.clamp(max=max)
+
+    def powi(self, other: Tensor) -> Tensor:
+        """`self ** other` for an int tensor of exponents: burn-backend's default `float_powi`,
+        `powf` with the exponents converted to this dtype (untracked)."""
+        return self.powf(other.float(self.dtype))
+
+    def square(self) -> Tensor:
+        """`self * self`: burn's `square` is `powi_scalar(2)`, which the autodiff backend's
+        default `float_powi_scalar` computes as `mul(x, x)`; the gradient is `g*x + g*x`."""
+        return self.mul(self)
 
     def max_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
         """(max over `dim`, int64 index of the first maximum), both keeping `dim`."""

@@ -8,7 +8,7 @@ the order of `PRIMITIVES` and of the op matrix.
 # Registration order: elementwise first, conversions, then the vision primitives (ruff would
 # sort the names).
 from . import elementwise, unary, linalg, nn, reductions, shape, indexing, conversions  # noqa: F401
-from . import activation, conv, pool, lattice, layout  # noqa: F401
+from . import activation, conv, pool, lattice, layout, trig, rounding  # noqa: F401
 
 # isort: on
 from .arrays import unbroadcast

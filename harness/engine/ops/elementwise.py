@@ -13,14 +13,19 @@ from . import facts
 from .arrays import scalar_of, unbroadcast
 from .base import Array, Grad, Tracked, differentiable
 from .facts import (
+    FLOAT,
+    INT,
     SCALAR,
     ZERO_KINKS,
     Abs,
+    Check,
     Diverges,
     FuzzBinary,
     FuzzElementwise,
+    Input,
     binary,
     broadcast,
+    menu,
     mono,
     products,
     unary,
@@ -136,6 +141,8 @@ MUL = differentiable(
             "torch.mul({a}, {b})",
             fuzz=_interval(lambda a, b: (min(products(a, b)), max(products(a, b)))),
         ),
+        # square() is powi_scalar(2), which burn's autodiff backend computes as mul(x, x).
+        unary("square", "{a}.square()", "torch.square({a})", kinks=ZERO_KINKS),
     ),
 )
 
@@ -376,6 +383,68 @@ POWF_SCALAR = differentiable(
             domain="positive",
             kinks=ZERO_KINKS,
             fuzz=FuzzElementwise(mono(lambda v: v**2.5), lambda x: x.lo >= 0.25),
+        ),
+    ),
+)
+
+
+def powf(a: Array, b: Array, /) -> tuple[Array, Operands]:
+    """`self ** other` elementwise with broadcasting (flex's `float_powf`, Rust's `powf`).
+
+    burn-autodiff's `float_powf` rule: `g * (x^(y-1) * y)` for self and `g * (x^y * ln(x))`
+    for the exponent, both recomputing the powers. `powi(int tensor)` is this op with the
+    exponents cast to floats (burn-backend's default `float_powi`).
+
+    PyTorch difference: at a zero base the rule gives NaN (`inf * 0`, `0 * -inf`) where torch
+    masks the gradient to 0.
+    """
+    return np.power(a, b), Operands(a, b)
+
+
+def powf_backward(s: Operands, g: Array, tracked: Tracked) -> tuple[Grad, Grad]:
+    x, y = s.a, s.b
+    pa, pb = tracked
+    one = x.dtype.type(1)
+    ga = unbroadcast(g * (np.power(x, y - one) * y), x.shape) if pa is not None else None
+    gb = unbroadcast(g * (np.power(x, y) * np.log(x)), y.shape) if pb is not None else None
+    return ga, gb
+
+
+POWF = differentiable(
+    "powf",
+    powf,
+    powf_backward,
+    checks=(
+        binary(
+            "powf",
+            "{a}.powf({b})",
+            "torch.pow({a}, {b})",
+            a_domain="positive",
+            diverges=(
+                Diverges(
+                    "*/*/specials/vjp.*",
+                    "powf's gradient at a zero or infinite base: burn's x^(y-1) * y and "
+                    "x^y * ln(x) give inf * 0 or 0 * -inf = NaN; torch masks x == 0 to a zero "
+                    "gradient (harness.engine.ops.elementwise.powf)",
+                    facts.ENGINE_NONFINITE,
+                ),
+            ),
+        ),
+        Check(
+            "powi",
+            "{a}.powi({i})",
+            "torch.pow({a}, {i})",
+            (Input("a", FLOAT, "positive"), Input("i", INT)),
+            menu(("3x2", [(3, 2), (3, 2)]), ("bcast", [(3, 2), (1, 2)])),
+            diverges=(
+                # The exponents are drawn per cell: float64's draws put 0 on the zeros.
+                Diverges(
+                    "float64/*/specials/vjp.a",
+                    "powi with exponent 0 at a zero base: burn's powf rule 0^(0-1) * 0 is "
+                    "inf * 0 = NaN; torch gives 0 (harness.engine.ops.elementwise.powf)",
+                    facts.ENGINE_NONFINITE,
+                ),
+            ),
         ),
     ),
 )
