@@ -260,3 +260,161 @@ def _tri_mask(x, op: str, zeroed):
     offsets = np.arange(cols)[None, :] - np.arange(rows)[:, None]
     mask = np.broadcast_to(zeroed(offsets), x.shape)
     return x.__class__.from_numpy(mask, x.device)
+
+
+# ---- ordering (api/orderable.rs, burn-backend's defaults, stats/mod.rs) -----------------------
+
+
+def topk_with_indices(self, k: int, dim: int):
+    """(the k largest values along `dim`, their int64 indices): burn-backend's default
+    `float_topk_with_indices`, the descending sort then `select` of the first k, so the
+    gradient is sort's and select's. Ties keep their order (`sort_with_indices`)."""
+    d = norm_dim("topk", dim, self.ndim)
+    _check_topk(k, d, self.shape)
+    values, indices = self.sort_descending_with_indices(d)
+    first = self.__class__.from_numpy(np.arange(k), self.device)
+    return values.select(d, first), indices.select(d, first)
+
+
+def topk(self, k: int, dim: int):
+    """The k largest values along `dim` (`topk_with_indices` without the indices).
+
+    On the autodiff device burn panics: burn-autodiff's `float_topk` is
+    `unimplemented!("topk is not implemented for autodiff")` (`crates/burn-autodiff/src/ops/
+    tensor.rs`); `topk_with_indices` is the differentiable spelling. Here a
+    NotImplementedError with that message. PyTorch difference: torch's topk is
+    differentiable.
+    """
+    if self.is_autodiff():
+        raise NotImplementedError("topk is not implemented for autodiff")
+    return topk_with_indices(self, k, dim)[0]
+
+
+def argtopk(self, k: int, dim: int):
+    """int64 indices of the k largest values along `dim` (burn-backend's `float_argtopk`:
+    the descending argsort's first k)."""
+    d = norm_dim("argtopk", dim, self.ndim)
+    _check_topk(k, d, self.shape)
+    first = self.__class__.from_numpy(np.arange(k), self.device)
+    return self.argsort_descending(d).select(d, first)
+
+
+def _check_topk(k: int, dim: int, shape) -> None:
+    if not 0 < k <= shape[dim]:
+        raise ShapeError(f"topk: k ({k}) must be in 1..={shape[dim]} (dim {dim} of {fmt(shape)})")
+
+
+def median_with_indices(self, dim: int):
+    """(the lower median along `dim`, its int64 index), both keeping the dim: burn's
+    `stats::median_with_indices`, the ascending sort then `narrow` at `(n - 1) // 2`.
+
+    PyTorch difference: burn's sort puts NaN last, so a lane with a NaN has a finite median
+    unless more than half is NaN; torch's median of such a lane is NaN.
+    """
+    d = norm_dim("median", dim, self.ndim)
+    at = (self.shape[d] - 1) // 2
+    values, indices = self.sort_with_indices(d)
+    return narrow(values, d, at, 1), narrow(indices, d, at, 1)
+
+
+def median(self, dim: int):
+    """The lower median along `dim`, the dim kept (see `median_with_indices`)."""
+    return median_with_indices(self, dim)[0]
+
+
+def _var_with_mean(x, mean, dim: int, n: int):
+    # burn's stats::var_with_mean_n: the scalar is `n as f32`, and div_scalar's backward
+    # multiplies by 1/n computed in f32 (harness.engine.ops.elementwise.div_scalar).
+    return x.sub(mean).square().sum_dim(dim).div_scalar(float(np.float32(n)))
+
+
+def var(self, dim: int):
+    """Sample variance along `dim` (divisor n - 1), the dim kept: burn's `stats::var`,
+    `(x - mean_dim).square().sum_dim(dim).div_scalar(n - 1)`.
+
+    PyTorch difference: the float64 gradient carries div_scalar's float32 rounding of
+    1/(n - 1), as all of burn's `div_scalar` backward.
+    """
+    d = norm_dim("var", dim, self.ndim)
+    return _var_with_mean(self, self.mean_dim(d), d, self.shape[d] - 1)
+
+
+def var_bias(self, dim: int):
+    """Population variance along `dim` (divisor n), the dim kept (burn's `stats::var_bias`)."""
+    d = norm_dim("var_bias", dim, self.ndim)
+    return _var_with_mean(self, self.mean_dim(d), d, self.shape[d])
+
+
+def var_mean(self, dim: int):
+    """(sample variance, mean) along `dim`, the variance from that same mean (burn's order)."""
+    d = norm_dim("var_mean", dim, self.ndim)
+    mean = self.mean_dim(d)
+    return _var_with_mean(self, mean, d, self.shape[d] - 1), mean
+
+
+def var_mean_bias(self, dim: int):
+    """(population variance, mean) along `dim`."""
+    d = norm_dim("var_mean_bias", dim, self.ndim)
+    mean = self.mean_dim(d)
+    return _var_with_mean(self, mean, d, self.shape[d]), mean
+
+
+def min_pair(self, other):
+    """The elementwise minimum as burn composes it: `self.mask_where(other.lower(self),
+    other)`. PyTorch differences (`torch.minimum`), as `max_pair`'s: where `other` is NaN the
+    result is `self`; at a tie the whole gradient goes to `self`."""
+    return self.mask_where(other.lower(self), other)
+
+
+# ---- selection and products ---------------------------------------------------------------
+
+
+def mask_select(self, mask):
+    """The elements where `mask` (bool, the tensor's own shape: burn does not broadcast it)
+    is true, in flattened order, rank 1: `reshape([-1]).select(0, nonzero)`, so the gradient
+    is select's (zeros where the mask is false)."""
+    if mask.shape != self.shape:
+        raise ShapeError(
+            f"mask_select: the mask's shape {fmt(mask.shape)} is not the tensor's {fmt(self.shape)}"
+        )
+    picked = np.flatnonzero(mask.numpy())
+    return self.reshape([-1]).select(0, self.__class__.from_numpy(picked, self.device))
+
+
+def one_hot(self, num_classes: int):
+    """burn's `one_hot` (`one_hot_fill(num_classes, 1, 0, -1)`): a new last dim of
+    `num_classes`, 1 at each value's class and 0 elsewhere, in the tensor's dtype (int64 or
+    float), never tracked. A negative class counts from the end (burn adds `num_classes`);
+    a class `>= num_classes`, or fewer than 2 classes, raises burn's `TensorCheck` text.
+
+    PyTorch difference: `torch.nn.functional.one_hot` takes int64 only and raises on a
+    negative class.
+    """
+    values = self.numpy()
+    if values.size and values.max() >= num_classes:
+        raise ShapeError(
+            "one_hot: Can't create a one hot tensor from a tensor containing indexes greater "
+            f"or equal to the number of classes ({num_classes})"
+        )
+    if num_classes <= 1:
+        raise ShapeError("one_hot: Can't create a one hot tensor with less than 2 classes")
+    classes = values.astype(np.int64)
+    classes = np.where(values < 0, classes + num_classes, classes)
+    out = (classes[..., None] == np.arange(num_classes)).astype(values.dtype)
+    return self.__class__.from_numpy(out, self.device)
+
+
+def dot(self, other):
+    """`self.mul(other).sum()`, shape (1,) (burn's `dot`)."""
+    return self.mul(other).sum()
+
+
+def fmod(self, other):
+    """C's fmod (the sign of the dividend), as burn-tensor composes it (api/fmod.rs):
+    `self - other * trunc(self / other)`, with `0 * inf` (a finite dividend over an infinite
+    divisor) replaced by `self * 0`. The gradient is those ops' (trunc's is 0)."""
+    truncated = self.div(other).trunc()
+    product = other.mul(truncated)
+    zero_times_inf = truncated.equal_elem(0.0).numpy() & other.is_inf().numpy()
+    mask = self.__class__.from_numpy(zero_times_inf, self.device)
+    return self.sub(product.mask_where(mask, self.mul_scalar(0.0)))

@@ -40,6 +40,7 @@ from .methods import (
     unary_method,
     unary_result,
     untracked_method,
+    untracked_result,
     variadic_result,
 )
 from .ops import activation as activation_ops
@@ -51,8 +52,10 @@ from .ops import (
     layout,
     linalg,
     nn,
+    ordering,
     reductions,
     rounding,
+    selection,
     trig,
     unary,
 )
@@ -71,7 +74,7 @@ _KEPT_DTYPES = (*FLOAT_DTYPES, np.dtype(np.int64), np.dtype(np.bool_))
 # (harness.ops.registry.uncovered_methods).
 NON_OP_API = frozenset(
     {
-        *("from_floats", "from_ints", "from_numpy", "zeros", "ones", "full", "from_inner"),
+        *("from_floats", "from_ints", "from_numpy", "zeros", "ones", "full", "from_inner", "eye"),
         *("device", "shape", "dtype", "ndim", "dims", "numel", "numpy", "tolist", "into_scalar"),
         *("is_autodiff", "is_require_grad", "require_grad", "set_require_grad", "detach"),
         *("clone", "inner", "backward", "grad", "grad_remove", "grad_replace"),
@@ -180,6 +183,12 @@ class Tensor(AutodiffMethods):
         return Tensor._wrap(np.full(tuple(shape), value, dtype=dtype), _check_device(device))
 
     @staticmethod
+    def eye(size: int, device: Device, dtype="float32") -> Tensor:
+        """The `size x size` identity (burn's `Tensor::eye`: a scatter of ones into zeros, a
+        constant, never tracked)."""
+        return Tensor._wrap(np.eye(size, dtype=float_dtype(dtype)), _check_device(device))
+
+    @staticmethod
     def from_inner(tensor: Tensor) -> Tensor:
         """An untracked autodiff tensor from a plain tensor (burn's `Tensor::from_inner`)."""
         if tensor._node is not None:
@@ -283,6 +292,13 @@ class Tensor(AutodiffMethods):
     lower = compare_method(conversions.LOWER)
     lower_elem = compare_method(conversions.LOWER_ELEM)
     lower_equal_elem = compare_method(conversions.LOWER_EQUAL_ELEM)
+    greater_equal = compare_method(conversions.GREATER_EQUAL)
+    lower_equal = compare_method(conversions.LOWER_EQUAL)
+    not_equal = compare_method(conversions.NOT_EQUAL)
+    not_equal_elem = compare_method(conversions.NOT_EQUAL_ELEM)
+    is_nan = untracked_method(conversions.IS_NAN)
+    is_inf = untracked_method(conversions.IS_INF)
+    is_finite = untracked_method(conversions.IS_FINITE)
     bool_not = untracked_method(conversions.BOOL_NOT)
     int = untracked_method(conversions.TO_INT)
     float = untracked_method(conversions.TO_FLOAT)
@@ -318,6 +334,16 @@ class Tensor(AutodiffMethods):
     sign = unary_method(rounding.SIGN)
     erf = unary_method(activation_ops.ERF)
     powf = binary_method(elementwise.POWF)
+    prod = unary_method(ordering.PROD)
+    prod_dim = unary_method(ordering.PROD_DIM)
+    cumprod = unary_method(ordering.CUMPROD)
+    cummin = unary_method(ordering.CUMMIN)
+    cummax = unary_method(ordering.CUMMAX)
+    any = untracked_method(ordering.ANY)
+    all = untracked_method(ordering.ALL)
+    any_dim = untracked_method(ordering.ANY_DIM)
+    all_dim = untracked_method(ordering.ALL_DIM)
+    remainder = binary_method(selection.REMAINDER)
 
     def cast(self, dtype) -> Tensor:
         """Convert a float tensor to another float dtype, tracked: the gradient is cast back
@@ -388,6 +414,57 @@ class Tensor(AutodiffMethods):
         default `float_powi_scalar` computes as `mul(x, x)`; the gradient is `g*x + g*x`."""
         return self.mul(self)
 
+    def sort_with_indices(self, dim: int, descending: bool = False) -> tuple[Tensor, Tensor]:
+        """(values sorted along `dim`, int64 indices where they came from): ties keep their
+        order, -0.0 sorts before +0.0 and NaN last (`harness.engine.ops.ordering.sort`)."""
+        op = ordering.SORT
+        out, saved = op.forward(self._data, dim, descending)
+        return unary_result(self, op, out, saved), untracked_result(self, saved.indices)
+
+    def sort_descending_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """`sort_with_indices` in descending order (ties keep their order)."""
+        return self.sort_with_indices(dim, descending=True)
+
+    def sort(self, dim: int) -> Tensor:
+        """The values sorted along `dim` (see `sort_with_indices`)."""
+        return self.sort_with_indices(dim)[0]
+
+    def sort_descending(self, dim: int) -> Tensor:
+        """The values sorted along `dim`, largest first."""
+        return self.sort_with_indices(dim, descending=True)[0]
+
+    def argsort(self, dim: int) -> Tensor:
+        """int64 indices sorting each lane along `dim` (see `sort_with_indices`)."""
+        return untracked_result(self, ordering.ARGSORT.forward(self._data, dim, False))
+
+    def argsort_descending(self, dim: int) -> Tensor:
+        """int64 indices sorting each lane along `dim`, largest first."""
+        return untracked_result(self, ordering.ARGSORT.forward(self._data, dim, True))
+
+    def select(self, dim: int, indices: Tensor) -> Tensor:
+        """The slices at `indices` (rank-1 int64) along `dim`, in that order."""
+        out, saved = selection.SELECT.forward(self._data, dim, indices._data)
+        return unary_result(self, selection.SELECT, out, saved)
+
+    def select_assign(self, dim: int, indices: Tensor, values: Tensor, update="add") -> Tensor:
+        """`values` added at `indices` along `dim` (burn's `IndexingUpdateOp::Add`; flex has
+        no `Assign`: see harness.engine.ops.selection)."""
+        op = selection.SELECT_ASSIGN
+        forward = functools.partial(op.forward, dim=dim, indices=indices._data, update=update)
+        return binary_result(self, values, op, forward)
+
+    def scatter(self, dim: int, indices: Tensor, values: Tensor, update="add") -> Tensor:
+        """`values[i][j]` added at `[i][indices[i][j]]` along `dim` (burn's `scatter` with
+        `IndexingUpdateOp::Add`, torch's `scatter_add`)."""
+        op = selection.SCATTER
+        forward = functools.partial(op.forward, dim=dim, indices=indices._data, update=update)
+        return binary_result(self, values, op, forward)
+
+    def cross(self, other: Tensor, dim: int) -> Tensor:
+        """The cross product of 3-vectors along `dim`, broadcasting the other dims."""
+        op = selection.CROSS
+        return binary_result(self, other, op, functools.partial(op.forward, dim=dim))
+
     def max_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
         """(max over `dim`, int64 index of the first maximum), both keeping `dim`."""
         return self.max_dim(dim), self.argmax(dim)
@@ -399,6 +476,10 @@ class Tensor(AutodiffMethods):
     def max(self) -> Tensor:
         """Max of all elements, shape (1,)."""
         return self.reshape([-1]).max_dim(0)
+
+    def min(self) -> Tensor:
+        """Min of all elements, shape (1,): `reshape([-1]).min_dim(0)`, as burn's default."""
+        return self.reshape([-1]).min_dim(0)
 
     def flatten(self) -> Tensor:
         """The values as a rank-1 tensor."""
@@ -450,6 +531,20 @@ class Tensor(AutodiffMethods):
     unsqueeze_dims = composites.unsqueeze_dims
     tril = composites.tril
     triu = composites.triu
+    topk = composites.topk
+    topk_with_indices = composites.topk_with_indices
+    argtopk = composites.argtopk
+    median = composites.median
+    median_with_indices = composites.median_with_indices
+    var = composites.var
+    var_bias = composites.var_bias
+    var_mean = composites.var_mean
+    var_mean_bias = composites.var_mean_bias
+    min_pair = composites.min_pair
+    mask_select = composites.mask_select
+    one_hot = composites.one_hot
+    dot = composites.dot
+    fmod = composites.fmod
 
     # ------------------------------------------------------------------ operators
 

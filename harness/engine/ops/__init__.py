@@ -8,7 +8,8 @@ the order of `PRIMITIVES` and of the op matrix.
 # Registration order: elementwise first, conversions, then the vision primitives (ruff would
 # sort the names).
 from . import elementwise, unary, linalg, nn, reductions, shape, indexing, conversions  # noqa: F401
-from . import activation, conv, pool, lattice, layout, trig, rounding  # noqa: F401
+from . import activation, conv, pool, lattice, layout, trig, rounding, ordering  # noqa: F401
+from . import selection
 
 # isort: on
 from .arrays import unbroadcast
@@ -35,4 +36,10 @@ def checks() -> tuple[Check, ...]:
 
 def composite_checks() -> tuple[Check, ...]:
     """The checks of functions burn composes from primitives (no rule of their own)."""
-    return activation.COMPOSITE_CHECKS + shape.COMPOSITE_CHECKS + layout.COMPOSITE_CHECKS
+    return (
+        activation.COMPOSITE_CHECKS
+        + shape.COMPOSITE_CHECKS
+        + layout.COMPOSITE_CHECKS
+        + ordering.COMPOSITE_CHECKS
+        + selection.COMPOSITE_CHECKS
+    )
