@@ -8,8 +8,10 @@ the order of `PRIMITIVES` and of the op matrix.
 # Registration order: elementwise first, conversions, then the vision primitives (ruff would
 # sort the names).
 from . import elementwise, unary, linalg, nn, reductions, shape, indexing, conversions  # noqa: F401
-from . import activation, conv, pool, lattice, layout, trig, rounding, ordering  # noqa: F401
-from . import selection
+
+# Then burn's wider tensor API (issue 23): layout, math, ordering, selection, activations.
+from . import activation, conv, pool, lattice  # noqa: F401
+from . import layout, trig, rounding, ordering, selection, activation_checks  # noqa: F401
 
 # isort: on
 from .arrays import unbroadcast
@@ -42,4 +44,5 @@ def composite_checks() -> tuple[Check, ...]:
         + layout.COMPOSITE_CHECKS
         + ordering.COMPOSITE_CHECKS
         + selection.COMPOSITE_CHECKS
+        + activation_checks.COMPOSITE_CHECKS
     )
