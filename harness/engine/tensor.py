@@ -414,24 +414,27 @@ class Tensor(AutodiffMethods):
         default `float_powi_scalar` computes as `mul(x, x)`; the gradient is `g*x + g*x`."""
         return self.mul(self)
 
-    def sort_with_indices(self, dim: int, descending: bool = False) -> tuple[Tensor, Tensor]:
-        """(values sorted along `dim`, int64 indices where they came from): ties keep their
-        order, -0.0 sorts before +0.0 and NaN last (`harness.engine.ops.ordering.sort`)."""
+    def _sorted(self, dim: int, descending: bool) -> tuple[Tensor, Tensor]:
         op = ordering.SORT
         out, saved = op.forward(self._data, dim, descending)
         return unary_result(self, op, out, saved), untracked_result(self, saved.indices)
 
+    def sort_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """(values sorted along `dim`, int64 indices where they came from): ties keep their
+        order, -0.0 sorts before +0.0 and NaN last (`harness.engine.ops.ordering.sort`)."""
+        return self._sorted(dim, False)
+
     def sort_descending_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
         """`sort_with_indices` in descending order (ties keep their order)."""
-        return self.sort_with_indices(dim, descending=True)
+        return self._sorted(dim, True)
 
     def sort(self, dim: int) -> Tensor:
         """The values sorted along `dim` (see `sort_with_indices`)."""
-        return self.sort_with_indices(dim)[0]
+        return self._sorted(dim, False)[0]
 
     def sort_descending(self, dim: int) -> Tensor:
         """The values sorted along `dim`, largest first."""
-        return self.sort_with_indices(dim, descending=True)[0]
+        return self._sorted(dim, True)[0]
 
     def argsort(self, dim: int) -> Tensor:
         """int64 indices sorting each lane along `dim` (see `sort_with_indices`)."""
