@@ -76,6 +76,13 @@ def test_sort_orders_signed_zeros_and_nan_like_total_cmp_and_keeps_ties():
     assert x.argsort_descending(0).tolist() == [1, 3, 5, 0, 2, 4]
 
 
+def test_int_tensors_sort_by_value():
+    x = Tensor.from_ints([3, -1, 2, -5, 2], PLAIN)
+    assert x.sort(0).tolist() == [-5, -1, 2, 2, 3]
+    assert x.argsort_descending(0).tolist() == [0, 2, 4, 1, 3]
+    assert x.sign().tolist() == [1, -1, 1, -1, 1] and str(x.sign().dtype) == "int64"
+
+
 def test_topk_with_indices_matches_burns_vector_and_topk_panics_under_autodiff():
     # burn tensor/float/ops/topk.rs `test_topk_with_indices_3d`.
     data = [[[1.0, 4.0, 7.0], [2.0, 5.0, 6.0]], [[3.0, 0.0, 9.0], [8.0, 2.0, 7.0]]]

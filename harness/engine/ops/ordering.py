@@ -58,7 +58,10 @@ def along_dim1(name: str, engine: str, torch: str, *, shapes=ALONG_DIM1, **kw) -
 
 def total_order_key(x: Array) -> Array:
     """Integers that sort as Rust's `total_cmp` orders the floats: -NaN < -inf < ... < -0.0 <
-    +0.0 < ... < +inf < +NaN (the sign-magnitude bits turned two's complement)."""
+    +0.0 < ... < +inf < +NaN (the sign-magnitude bits turned two's complement). Int and
+    bool tensors sort by value (flex's `Ord::cmp`)."""
+    if x.dtype.kind in "iub":
+        return x.astype(np.int64)
     itype = np.int32 if x.dtype == np.float32 else np.int64
     bits = np.ascontiguousarray(x).view(itype)
     mask = np.iinfo(itype).max

@@ -51,7 +51,10 @@ TRUNC = _rounding("trunc", np.trunc, "Round towards zero.", "torch.trunc({a})")
 
 def sign(x: Array, /) -> tuple[Array, None]:
     """-1, 0 or 1 by the sign of each element; NaN stays NaN and -0.0 gives +0.0 (flex's
-    `float_sign`). PyTorch difference: torch.sign(NaN) is 0."""
+    `float_sign`; an int tensor stays int, burn's `int_sign`). PyTorch difference:
+    torch.sign(NaN) is 0."""
+    if x.dtype.kind in "iu":
+        return np.sign(x), None
     one = np.copysign(x.dtype.type(1), x)
     return np.where(x == 0, x.dtype.type(0), np.where(np.isnan(x), x, one)), None
 
