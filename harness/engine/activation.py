@@ -159,7 +159,8 @@ def hardtanh(x: Tensor, min_val: float, max_val: float) -> Tensor:
 
 
 def relu6(x: Tensor) -> Tensor:
-    """`clamp(x, 0, 6)` (see `hardtanh` for the gradient at 0, 6 and NaN)."""
+    """`clamp(x, 0, 6)`: at 0 and 6 the gradient passes (see `hardtanh`), and at NaN too
+    (burn's autodiff clamp), where torch's relu6 gives 0."""
     return x.clamp(0.0, 6.0)
 
 

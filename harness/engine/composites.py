@@ -332,8 +332,10 @@ def var(self, dim: int):
     """Sample variance along `dim` (divisor n - 1), the dim kept: burn's `stats::var`,
     `(x - mean_dim).square().sum_dim(dim).div_scalar(n - 1)`.
 
-    PyTorch difference: the float64 gradient carries div_scalar's float32 rounding of
-    1/(n - 1), as all of burn's `div_scalar` backward.
+    PyTorch differences: the float64 gradient carries div_scalar's float32 rounding of
+    1/(n - 1), as all of burn's `div_scalar` backward; at an infinite input the composite's
+    gradient is NaN (inf - inf) where torch's is +-inf. (`var_mean`'s mean is `mean_dim`'s,
+    +-inf for a lane with an infinity, where `torch.var_mean` returns NaN.)
     """
     d = norm_dim("var", dim, self.ndim)
     return _var_with_mean(self, self.mean_dim(d), d, self.shape[d] - 1)
@@ -412,7 +414,11 @@ def dot(self, other):
 def fmod(self, other):
     """C's fmod (the sign of the dividend), as burn-tensor composes it (api/fmod.rs):
     `self - other * trunc(self / other)`, with `0 * inf` (a finite dividend over an infinite
-    divisor) replaced by `self * 0`. The gradient is those ops' (trunc's is 0)."""
+    divisor) replaced by `self * 0`. The gradient is those ops' (trunc's is 0).
+
+    PyTorch difference: at an infinite or NaN operand outside that one correction the formula
+    gives NaN (inf - inf, inf * 0) where C's fmod does not.
+    """
     truncated = self.div(other).trunc()
     product = other.mul(truncated)
     zero_times_inf = truncated.equal_elem(0.0).numpy() & other.is_inf().numpy()

@@ -481,7 +481,9 @@ class Tensor(AutodiffMethods):
         return self.reshape([-1]).max_dim(0)
 
     def min(self) -> Tensor:
-        """Min of all elements, shape (1,): `reshape([-1]).min_dim(0)`, as burn's default."""
+        """Min of all elements, shape (1,): `reshape([-1]).min_dim(0)`, as burn's default.
+        PyTorch difference: on ties the whole gradient goes to the first minimum, where
+        torch's min() splits it evenly."""
         return self.reshape([-1]).min_dim(0)
 
     def flatten(self) -> Tensor:

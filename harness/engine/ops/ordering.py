@@ -86,7 +86,11 @@ class Sorted:
 
 def sort(x: Array, /, dim: int, descending: bool) -> tuple[Array, Sorted]:
     """The values of each lane along `dim` in order (see the module docstring for ties, NaN
-    and -0.0); `Sorted.indices` are burn's `sort_with_indices` indices."""
+    and -0.0); `Sorted.indices` are burn's `sort_with_indices` indices.
+
+    PyTorch difference: -0.0 sorts before +0.0 (`total_cmp`), where torch compares them
+    equal and keeps their order, so the indices and the gradient of the two zeros swap.
+    """
     d = norm_dim("sort", dim, x.ndim)
     idx = argsort_lanes(x, d, descending)
     return np.take_along_axis(x, idx, axis=d), Sorted(idx, x.shape, d)
@@ -342,7 +346,11 @@ class Cumulated:
 
 
 def cumprod(x: Array, /, dim: int) -> tuple[Array, Cumulated]:
-    """Cumulative product along `dim`, multiplied left to right in the dtype (flex's loop)."""
+    """Cumulative product along `dim`, multiplied left to right in the dtype (flex's loop).
+
+    PyTorch difference: with infinite or NaN inputs burn's gradient (float masks multiplied
+    in, a division by x) is NaN where torch's is finite or 0.
+    """
     d = norm_dim("cumprod", dim, x.ndim)
     return np.cumprod(x, axis=d), Cumulated(x, d)
 
@@ -396,13 +404,17 @@ CUMPROD = differentiable(
 
 def cummin(x: Array, /, dim: int) -> tuple[Array, Cumulated]:
     """Running minimum along `dim`; a NaN, once met, stays (flex's `val.is_nan() || val <
-    acc`)."""
+    acc`).
+
+    PyTorch difference: burn's rule takes the sources where `out == x`, which a NaN never is,
+    so after a NaN the gradient goes to the last finite source; torch's goes to the NaN.
+    """
     d = norm_dim("cummin", dim, x.ndim)
     return np.minimum.accumulate(x, axis=d), Cumulated(x, d)
 
 
 def cummax(x: Array, /, dim: int) -> tuple[Array, Cumulated]:
-    """Running maximum along `dim` (NaN stays, as `cummin`)."""
+    """Running maximum along `dim` (NaN stays, and its gradient goes elsewhere, as `cummin`)."""
     d = norm_dim("cummax", dim, x.ndim)
     return np.maximum.accumulate(x, axis=d), Cumulated(x, d)
 
