@@ -258,8 +258,6 @@ class Tensor(AutodiffMethods):
     sub_scalar = unary_method(elementwise.SUB_SCALAR)
     mul_scalar = unary_method(elementwise.MUL_SCALAR)
     div_scalar = unary_method(elementwise.DIV_SCALAR)
-    powi_scalar = unary_method(elementwise.POWI_SCALAR)
-    powf_scalar = unary_method(elementwise.POWF_SCALAR)
     neg = unary_method(unary.NEG)
     recip = unary_method(unary.RECIP)
     exp = unary_method(unary.EXP)
@@ -403,6 +401,35 @@ class Tensor(AutodiffMethods):
     def clamp_max(self, max) -> Tensor:
         """Clamp from above (see `clamp` for NaN on each device)."""
         return self.clamp(max=max)
+
+    def powi_scalar(self, exponent: int) -> Tensor:
+        """`self ** exponent` for an integer exponent, with burn-backend's default shortcuts
+        (`harness.engine.ops.elementwise.powi_scalar`): 0 gives ones (untracked), 1 the tensor
+        itself, 2 `x * x`, -1 `recip(x)`, -2 `recip(x * x)`; other exponents the power op."""
+        k = int(exponent)
+        if k == 0:
+            return self.ones_like()
+        if k == 1:
+            return self
+        if k == 2:
+            return self.mul(self)
+        if k == -1:
+            return self.recip()
+        if k == -2:
+            return self.mul(self).recip()
+        op = elementwise.POWI_SCALAR
+        out, saved = op.forward(self._data, k)
+        return unary_result(self, op, out, saved)
+
+    def powf_scalar(self, exponent: float) -> Tensor:
+        """`self ** exponent`, the exponent cast to this dtype; an integer-valued exponent
+        takes `powi_scalar`'s path, as burn-backend's default `float_powf_scalar` does."""
+        value = float(exponent)
+        if value.is_integer():
+            return self.powi_scalar(int(value))
+        op = elementwise.POWF_SCALAR
+        out, saved = op.forward(self._data, value)
+        return unary_result(self, op, out, saved)
 
     def powi(self, other: Tensor) -> Tensor:
         """`self ** other` for an int tensor of exponents: burn-backend's default `float_powi`,

@@ -319,7 +319,19 @@ class Power:
 
 
 def powi_scalar(x: Array, /, exponent: int) -> tuple[Array, Power]:
-    """`self ** exponent` for an integer exponent."""
+    """`self ** exponent` for an integer exponent: burn's generic case
+    (`float_powi_scalar_impl`, which reaches burn-autodiff's `float_powf_scalar_impl` node
+    and its rule `g * p * x^(p-1)`).
+
+    `Tensor.powi_scalar` (and `powf_scalar` with an integer-valued exponent) first takes
+    burn-backend's default `float_powi_scalar` shortcuts, which burn-autodiff does not
+    override (`crates/burn-backend/src/backend/ops/tensor.rs`, burn commit
+    2c06be351006851d42fdb6df16b976f4a82d9747): exponent 0 is `ones` (a constant: no
+    gradient), 1 the tensor itself, 2 `x * x`, -1 `recip(x)`, -2 `recip(x * x)`; only the
+    other exponents come here. PyTorch differences: torch's `pow(x, 0)` has a zero
+    gradient, burn's none; burn's `recip(x * x)` has a NaN gradient at +-inf (0 * inf in
+    mul's rule), torch's is 0.
+    """
     p = scalar_of(x, int(exponent))
     return x**p, Power(x, p)
 
@@ -329,7 +341,6 @@ def pow_scalar_backward(s: Power, g: Array, tracked: Tracked) -> tuple[Grad]:
     return (g * (p * s.x ** (p - 1)),)
 
 
-_X_TO_THE_0 = "x^0 at x = 0: burn's rule p * x^(p-1) gives 0 * inf = NaN; torch special-cases "
 POWI_SCALAR = differentiable(
     "powi_scalar",
     powi_scalar,
@@ -349,15 +360,37 @@ POWI_SCALAR = differentiable(
             kinks=ZERO_KINKS,
             diverges=(
                 Diverges(
-                    "*/*/kinks/vjp.a",
-                    _X_TO_THE_0 + "exponent 0 to a zero gradient",
-                    facts.TORCH_ZERO_ENGINE_NAN,
+                    "*/*/*/vjp.a",
+                    "x^0: burn's float_powi_scalar returns ones, a constant, so the input has "
+                    "no gradient; torch's is 0 (harness.engine.ops.elementwise.powi_scalar)",
+                    facts.Condition.whole(
+                        "the engine has no gradient and torch's is 0",
+                        lambda t, e: e is None and t is not None and not np.any(t),
+                    ),
                 ),
+            ),
+        ),
+        # burn's shortcuts (see powi_scalar): x * x, the tensor itself, recip, recip(x * x).
+        unary("powi_scalar[2]", "{a}.powi_scalar(2)", "torch.pow({a}, 2)", kinks=ZERO_KINKS),
+        unary("powi_scalar[1]", "{a}.powi_scalar(1)", "torch.pow({a}, 1)", kinks=ZERO_KINKS),
+        unary(
+            "powi_scalar[-1]",
+            "{a}.powi_scalar(-1)",
+            "torch.pow({a}, -1)",
+            domain="nonzero",
+        ),
+        unary(
+            "powi_scalar[-2]",
+            "{a}.powi_scalar(-2)",
+            "torch.pow({a}, -2)",
+            domain="nonzero",
+            diverges=(
                 Diverges(
                     "*/*/specials/vjp.a",
-                    "x^0 at 0, -0.0 and NaN: burn's p * x^(p-1) gives NaN; torch gives a zero "
-                    "gradient",
-                    facts.TORCH_ZERO_ENGINE_NAN,
+                    "x^-2 at +-inf: burn's recip(x * x) sends recip's zero gradient through "
+                    "mul's rule, 0 * inf = NaN; torch's pow backward gives 0 "
+                    "(harness.engine.ops.elementwise.powi_scalar)",
+                    facts.ENGINE_NONFINITE,
                 ),
             ),
         ),
@@ -384,6 +417,10 @@ POWF_SCALAR = differentiable(
             kinks=ZERO_KINKS,
             fuzz=FuzzElementwise(mono(lambda v: v**2.5), lambda x: x.lo >= 0.25),
         ),
+        # An integer-valued float exponent takes powi_scalar's path (burn's `float_powf_scalar`
+        # tests `try_as_integer`): 3.0 is the generic power, 2.0 is x * x.
+        unary("powf_scalar[3.0]", "{a}.powf_scalar(3.0)", "torch.pow({a}, 3.0)"),
+        unary("powf_scalar[2.0]", "{a}.powf_scalar(2.0)", "torch.pow({a}, 2.0)"),
     ),
 )
 
