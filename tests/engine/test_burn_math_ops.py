@@ -155,3 +155,14 @@ def test_square_is_mul_and_powi_takes_int_exponents():
     assert x.grad(grads).tolist() == [3.0, -4.0]
     e = Tensor.from_ints([2, -1], AD)
     assert x.powi(e).tolist() == [2.25, -0.5]
+
+
+def test_powi_scalar_takes_burns_shortcuts():
+    # burn-backend's default float_powi_scalar (not overridden by burn-autodiff): x^0 is a
+    # constant, so x gets no gradient from it (torch: zeros); x^1 is x itself.
+    x = _leaf([0.0, 2.0])
+    assert x.powi_scalar(1) is x
+    y = _leaf([3.0])
+    grads = (x.powi_scalar(0).sum() + y.sum()).backward()
+    assert x.grad(grads) is None and y.grad(grads).tolist() == [1.0]
+    assert x.powf_scalar(2.0).tolist() == [0.0, 4.0]  # integer-valued: x * x
