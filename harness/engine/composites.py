@@ -424,3 +424,154 @@ def fmod(self, other):
     zero_times_inf = truncated.equal_elem(0.0).numpy() & other.is_inf().numpy()
     mask = self.__class__.from_numpy(zero_times_inf, self.device)
     return self.sub(product.mask_where(mask, self.mul_scalar(0.0)))
+
+
+# ---- folds over dims, max_abs, cov, closeness (api/numeric.rs, orderable.rs, float.rs) -----
+
+
+def _fold(name: str):
+    def fold(self, dims: Sequence[int]):
+        out = self
+        for dim in dims:
+            out = getattr(out, f"{name}_dim")(dim)
+        return out
+
+    fold.__name__ = f"{name}_dims"
+    fold.__doc__ = f"`{name}_dim` over each of `dims` in turn, each kept with size 1 (burn's fold)."
+    return fold
+
+
+sum_dims = _fold("sum")
+mean_dims = _fold("mean")
+prod_dims = _fold("prod")
+min_dims = _fold("min")
+max_dims = _fold("max")
+max_abs_dims = _fold("max_abs")
+
+
+def sum_dims_squeeze(self, dims: Sequence[int]):
+    """`sum_dims(dims)` then `squeeze_dims(dims)` (burn's `sum_dims_squeeze`)."""
+    return squeeze_dims(sum_dims(self, dims), dims)
+
+
+def max_abs_dim(self, dim: int):
+    """`abs().max_dim(dim)` (burn-backend's default `float_max_abs_dim`): the gradient goes
+    to the first largest magnitude, times its sign. PyTorch difference: at NaN it is NaN
+    (abs's rule `g * sign(x)`), torch's 0."""
+    return self.abs().max_dim(dim)
+
+
+def max_abs(self):
+    """The largest magnitude, shape (1,): `reshape([-1])` then `max_abs_dim(0)`."""
+    return max_abs_dim(self.reshape([-1]), 0)
+
+
+def cov(self, dim: int, correction_factor: int):
+    """burn's `cov`: the `dim` entries are the observations, centred by `mean_dim(dim)`,
+    moved to dim 0; `centered^T @ centered` over the last two dims, divided by
+    `n - correction_factor` (computed in f32, as burn's `div_scalar(n as f32 - c as f32)`)."""
+    d = norm_dim("cov", dim, self.ndim)
+    n = self.shape[d]
+    centered = self.sub(self.mean_dim(d)).swap_dims(d, 0)
+    divisor = float(np.float32(n) - np.float32(correction_factor))
+    return centered.transpose().matmul(centered).div_scalar(divisor)
+
+
+def is_close(self, other, rtol: float | None = None, atol: float | None = None):
+    """Where `|self - other| <= atol + rtol * |other|` with both finite, or both infinite and
+    equal (burn's `is_close`, defaults rtol 1e-5, atol 1e-8), a bool tensor."""
+    rtol = 1e-5 if rtol is None else rtol
+    atol = 1e-8 if atol is None else atol
+    a, b = self.numpy(), other.numpy()
+    with np.errstate(invalid="ignore"):
+        finite = (np.abs(a - b) <= np.abs(b) * a.dtype.type(rtol) + a.dtype.type(atol)) & (
+            np.isfinite(a) & np.isfinite(b)
+        )
+    infinite = ~np.isfinite(a) & ~np.isfinite(b) & (a == b)
+    return self.__class__.from_numpy(finite | infinite, self.device)
+
+
+def all_close(self, other, rtol: float | None = None, atol: float | None = None) -> bool:
+    """Whether `is_close` holds everywhere, a Python bool (burn's `all_close`)."""
+    return bool(np.all(is_close(self, other, rtol, atol).numpy()))
+
+
+def contains_nan(self):
+    """Whether any element is NaN, a bool tensor of shape (1,) (`is_nan().any()`)."""
+    return self.is_nan().any()
+
+
+# ---- scalar forms and conversions --------------------------------------------------------
+
+
+def deg2rad(self):
+    """`mul_scalar(PI / 180)` with burn's `f32::consts::PI / 180.0`, an f32 constant. PyTorch
+    difference: a float64 tensor is scaled by that f32 value (about 1e-8 off)."""
+    return self.mul_scalar(float(np.float32(np.pi) / np.float32(180.0)))
+
+
+def rad2deg(self):
+    """`mul_scalar(180 / PI)` with burn's constant `180.0 / f32::consts::PI`, computed in f32
+    (57.295776). PyTorch difference: torch scales by 180 / pi rounded to the dtype (57.29578
+    in float32), one f32 ulp away."""
+    return self.mul_scalar(float(np.float32(180.0) / np.float32(np.pi)))
+
+
+def fmod_scalar(self, scalar: float):
+    """C's fmod by a scalar: `self - trunc(self / s) * s`, or `self` itself for an infinite
+    `s` (burn's `fmod_scalar`)."""
+    if np.isinf(scalar):
+        return self
+    return self.sub(self.div_scalar(scalar).trunc().mul_scalar(scalar))
+
+
+def bool_of(self):
+    """`not_equal_elem(0)`: where the value is non-zero, NaN included (burn's `bool()`)."""
+    return self.not_equal_elem(0)
+
+
+def one_hot_fill(self, num_classes: int, on_value: float, off_value: float, axis: int = -1):
+    """burn's `one_hot_fill`: `on_value` at each class along a new dim `axis` (negative
+    from the end of the result), `off_value` elsewhere; negative classes count from the end,
+    as `one_hot`. Never tracked."""
+    hot = one_hot(self, num_classes).numpy()
+    out = np.where(hot == 1, on_value, off_value).astype(self.dtype)
+    out = np.moveaxis(out, -1, norm_dim("one_hot_fill", axis, self.ndim + 1))
+    return self.__class__.from_numpy(out, self.device)
+
+
+# ---- slicing by dim, take, iter_dim (api/base.rs, take.rs) --------------------------------
+
+
+def slice_dim(self, dim: int, index):
+    """`slice` with one range along `dim` and full ranges elsewhere (burn's `slice_dim`)."""
+    ranges = [None] * self.ndim
+    ranges[norm_dim("slice_dim", dim, self.ndim)] = index
+    return self.slice(ranges)
+
+
+def select_dim(self, dim: int, index: int):
+    """The slice at `index` along `dim`, that dim removed (`slice_dim` then `squeeze_dim`)."""
+    return slice_dim(self, dim, index).squeeze_dim(dim)
+
+
+def slice_fill(self, ranges, value: float):
+    """`value` in the region `ranges` selects (burn's `slice_fill`: a `slice_assign` of the
+    value expanded to the region, so no gradient flows into the region)."""
+    region = self.slice(ranges).shape
+    fill = self.__class__.full(region, value, self.device, self.dtype)
+    return self.slice_assign(ranges, fill)
+
+
+def take(self, dim: int, indices):
+    """`select(dim, indices.flatten())`, then the indices' shape in place of `dim`
+    (burn's `take`)."""
+    d = norm_dim("take", dim, self.ndim)
+    picked = self.select(d, indices.reshape([-1]))
+    return picked.reshape([*self.shape[:d], *indices.shape, *self.shape[d + 1 :]])
+
+
+def iter_dim(self, dim: int):
+    """Each slice of `dim` in order, the dim kept with size 1 (burn's `DimIter`)."""
+    d = norm_dim("iter_dim", dim, self.ndim)
+    return (narrow(self, d, i, 1) for i in range(self.shape[d]))

@@ -78,6 +78,7 @@ NON_OP_API = frozenset(
         *("device", "shape", "dtype", "ndim", "dims", "numel", "numpy", "tolist", "into_scalar"),
         *("is_autodiff", "is_require_grad", "require_grad", "set_require_grad", "detach"),
         *("clone", "inner", "backward", "grad", "grad_remove", "grad_replace"),
+        "all_close",  # a Python bool read back from the device (is_close is the op)
     }
 )
 
@@ -342,6 +343,7 @@ class Tensor(AutodiffMethods):
     any_dim = untracked_method(ordering.ANY_DIM)
     all_dim = untracked_method(ordering.ALL_DIM)
     remainder = binary_method(selection.REMAINDER)
+    remainder_scalar = unary_method(selection.REMAINDER_SCALAR)
 
     def cast(self, dtype) -> Tensor:
         """Convert a float tensor to another float dtype, tracked: the gradient is cast back
@@ -542,6 +544,10 @@ class Tensor(AutodiffMethods):
         del shape[d]
         return self.reshape(shape)
 
+    def t(self) -> Tensor:
+        """`transpose()` (burn's `t`)."""
+        return self.transpose()
+
     def transpose(self) -> Tensor:
         """Swap the last two dims."""
         if self._data.ndim < 2:
@@ -577,6 +583,36 @@ class Tensor(AutodiffMethods):
     one_hot = composites.one_hot
     dot = composites.dot
     fmod = composites.fmod
+    fmod_scalar = composites.fmod_scalar
+    sum_dims = composites.sum_dims
+    mean_dims = composites.mean_dims
+    prod_dims = composites.prod_dims
+    min_dims = composites.min_dims
+    max_dims = composites.max_dims
+    sum_dims_squeeze = composites.sum_dims_squeeze
+    max_abs = composites.max_abs
+    max_abs_dim = composites.max_abs_dim
+    max_abs_dims = composites.max_abs_dims
+    cov = composites.cov
+    is_close = composites.is_close
+    all_close = composites.all_close
+    contains_nan = composites.contains_nan
+    deg2rad = composites.deg2rad
+    rad2deg = composites.rad2deg
+    bool = composites.bool_of
+    one_hot_fill = composites.one_hot_fill
+    slice_dim = composites.slice_dim
+    select_dim = composites.select_dim
+    slice_fill = composites.slice_fill
+    take = composites.take
+    iter_dim = composites.iter_dim
+    # burn's `*_scalar` comparisons; the `*_elem` names are its aliases of them.
+    equal_scalar = equal_elem
+    not_equal_scalar = not_equal_elem
+    greater_scalar = greater_elem
+    greater_equal_scalar = greater_equal_elem
+    lower_scalar = lower_elem
+    lower_equal_scalar = lower_equal_elem
 
     # ------------------------------------------------------------------ operators
 

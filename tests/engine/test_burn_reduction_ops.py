@@ -182,3 +182,27 @@ def test_eye_any_all_and_predicates():
     assert x.any_dim(1).tolist() == [[True], [False]]
     assert x.is_nan().tolist() == [[False, True], [False, False]]
     assert x.is_finite().tolist() == [[True, False], [True, True]]
+
+
+def test_scalar_forms_and_small_composites_follow_burn():
+    x = Tensor.from_floats([[1.0, -2.0, 3.0], [-4.0, 5.0, np.nan]], PLAIN)
+    # burn's 180.0 / f32::consts::PI is computed in f32: 57.295776, not float32(180 / pi).
+    assert Tensor.from_floats([1.0], PLAIN).rad2deg().tolist() == [
+        float(np.float32(180.0) / np.float32(np.pi))
+    ]
+    assert x.bool().tolist() == [[True, True, True], [True, True, True]]  # NaN != 0
+    assert x.contains_nan().tolist() == [True]
+    assert x.remainder_scalar(-3.0).tolist()[0] == [-2.0, -2.0, -0.0]
+    assert x.max_abs_dim(1).tolist()[0] == [3.0]
+    assert x.all_close(x) is False and x.slice_dim(1, (0, 2)).all_close(x.slice_dim(1, (0, 2)))
+    taken = x.take(1, Tensor.from_ints([[0, 2], [1, 1]], PLAIN))
+    assert taken.shape == (2, 2, 2) and taken.tolist()[0] == [[1.0, 3.0], [-2.0, -2.0]]
+    assert [t.shape for t in x.iter_dim(1)] == [(2, 1)] * 3
+    labels = Tensor.from_ints([0, -1], PLAIN)
+    assert labels.one_hot_fill(3, 5.0, -1.0, 0).tolist() == [[5, -1], [-1, -1], [-1, 5]]
+
+
+def test_cov_centres_the_observations_of_dim():
+    # 3 observations (dim 0) of 2 variables: y = 2x exactly, so cov = [[1, 2], [2, 4]].
+    x = Tensor.from_floats([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]], PLAIN)
+    np.testing.assert_allclose(x.cov(0, 1).numpy(), [[1.0, 2.0], [2.0, 4.0]], rtol=1e-6)

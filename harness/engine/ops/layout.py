@@ -441,6 +441,32 @@ COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
             shapes=menu(("3x4", [(3, 4)]), ("2x3x3", [(2, 3, 3)]), ("0x2", [(0, 2)])),
         ),
         unary("tril[-1]", "{a}.tril(-1)", "torch.tril({a}, -1)", shapes=menu(("4x3", [(4, 3)]))),
+        unary("t", "{a}.t()", "{a}.transpose(-2, -1)", shapes=TWO_D),
+        unary(
+            "slice_dim",
+            "{a}.slice_dim(1, (1, 3))",
+            "{a}[:, 1:3]",
+            shapes=menu(("2x4", [(2, 4)])),
+        ),
+        unary("select_dim", "{a}.select_dim(0, 1)", "{a}[1]", shapes=menu(("3x2", [(3, 2)]))),
+        unary(
+            "slice_fill",
+            "{a}.slice_fill([(0, 2), None], 0.5)",
+            "torch.cat([torch.full_like({a}[0:2], 0.5), {a}[2:]])",
+            shapes=menu(("3x2", [(3, 2)])),
+        ),
+        unary(
+            "sum_dims_squeeze",
+            "{a}.sum_dims_squeeze([0, 2])",
+            "torch.sum({a}, (0, 2))",
+            shapes=menu(("2x3x2", [(2, 3, 2)])),
+        ),
+        unary(
+            "iter_dim",
+            "tuple({a}.iter_dim(1))",
+            "tuple(torch.split({a}, 1, 1))",
+            shapes=menu(("2x3", [(2, 3)])),
+        ),
         unary(
             "triu",
             "{a}.triu(1)",

@@ -32,6 +32,7 @@ from .base import Array, Grad, Tracked, differentiable, untracked
 from .facts import (
     ALONG_DIM1,
     TO_ONE,
+    UNARY_NONEMPTY,
     Check,
     Condition,
     Diverges,
@@ -561,6 +562,12 @@ _VAR_F32_INVERSE = Diverges(
     "(harness.engine.ops.elementwise.div_scalar_backward)",
     facts.close(1e-6),
 )
+_ABS_AT_NAN = Diverges(
+    "*/*/specials/vjp.a",
+    "max_abs at NaN: it is abs().max_dim(), and abs's rule g * sign(x) is NaN at NaN where "
+    "torch's abs backward gives 0 (harness.engine.ops.unary.absolute)",
+    facts.TORCH_ZERO_ENGINE_NAN,
+)
 # min_pair is mask_where(other < self), max_pair's mirror: the same relations hold.
 _MIN_PAIR = (
     Diverges(
@@ -640,6 +647,87 @@ COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
             "{a}.dot({b})",
             "torch.dot({a}, {b})",
             shapes=menu(("4", [(4,), (4,)])),
+            diverges=(_RANK,),
+            **TO_ONE,
+        ),
+        along_dim1(
+            "sum_dims",
+            "{a}.sum_dims([0, -1])",
+            "torch.sum({a}, (0, -1), keepdim=True)",
+            shapes=ALONG_DIM1[:2],
+        ),
+        along_dim1(
+            "mean_dims",
+            "{a}.mean_dims([0, 1])",
+            "torch.mean({a}, (0, 1), keepdim=True)",
+            shapes=ALONG_DIM1[:2],
+        ),
+        along_dim1(
+            "prod_dims",
+            "{a}.prod_dims([1, 0])",
+            "torch.prod(torch.prod({a}, 1, keepdim=True), 0, keepdim=True)",
+            shapes=ALONG_DIM1[:2],
+        ),
+        along_dim1(
+            "max_dims",
+            "{a}.max_dims([0, 1])",
+            "torch.max(torch.max({a}, 0, keepdim=True).values, 1, keepdim=True).values",
+            shapes=ALONG_DIM1[:2],
+        ),
+        along_dim1(
+            "min_dims",
+            "{a}.min_dims([0, 1])",
+            "torch.min(torch.min({a}, 0, keepdim=True).values, 1, keepdim=True).values",
+            shapes=ALONG_DIM1[:2],
+        ),
+        along_dim1(
+            "max_abs_dim",
+            "{a}.max_abs_dim({dim})",
+            "torch.max(torch.abs({a}), {dim}, keepdim=True).values",
+            shapes=ALONG_DIM1[:2],
+            diverges=(_ABS_AT_NAN,),
+        ),
+        along_dim1(
+            "max_abs_dims",
+            "{a}.max_abs_dims([0, 1])",
+            "torch.max(torch.max({a}.abs(), 0, keepdim=True).values, 1, keepdim=True).values",
+            shapes=ALONG_DIM1[:2],
+            diverges=(_ABS_AT_NAN,),
+        ),
+        unary(
+            "max_abs",
+            "{a}.max_abs()",
+            "torch.max(torch.abs({a}).reshape(-1), 0).values",
+            shapes=UNARY_NONEMPTY,
+            diverges=(_RANK, _ABS_AT_NAN),
+            **TO_ONE,
+        ),
+        # The 4 observations of dim 0 divided by n - 1 = 3: div_scalar's f32 1/3 in float64.
+        unary(
+            "cov",
+            "{a}.cov(0, 1)",
+            "torch.cov({a}.T)",
+            shapes=menu(("4x3", [(4, 3)])),
+            diverges=(
+                Diverges(
+                    "float64/*/*/vjp.a",
+                    "cov's float64 gradient: burn divides by (n - c) as f32 with div_scalar, "
+                    "whose backward multiplies by 1/3 computed in f32 "
+                    "(harness.engine.ops.elementwise.div_scalar_backward)",
+                    facts.close(1e-6),
+                ),
+            ),
+        ),
+        binary(
+            "is_close",
+            "{a}.is_close({b}, 0.1, 0.5)",
+            "torch.isclose({a}, {b}, 0.1, 0.5)",
+            shapes=menu(("3x2", [(3, 2), (3, 2)]), ("4", [(4,), (4,)])),
+        ),
+        unary(
+            "contains_nan",
+            "{a}.contains_nan()",
+            "torch.isnan({a}).any()",
             diverges=(_RANK,),
             **TO_ONE,
         ),

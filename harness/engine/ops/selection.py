@@ -17,10 +17,10 @@ import numpy as np
 
 from ..errors import ShapeError
 from . import facts
-from .arrays import INT64, along_axis_index, fmt, norm_dim, unbroadcast
+from .arrays import INT64, along_axis_index, fmt, norm_dim, scalar_of, unbroadcast
 from .base import Array, Grad, Tracked, differentiable
 from .elementwise import Operands
-from .facts import BOOL, INDEX, INT, Check, Condition, Diverges, Input, binary, menu
+from .facts import BOOL, INDEX, INT, Check, Condition, Diverges, Input, binary, menu, unary
 from .indexing import check_indices
 
 
@@ -265,6 +265,44 @@ REMAINDER = differentiable(
     ),
 )
 
+
+def remainder_scalar(x: Array, /, value) -> tuple[Array, None]:
+    """`remainder` by a scalar (cast to this dtype): flex's `((a % s) + s) % s`; burn-autodiff's
+    `float_remainder_scalar` passes the gradient unchanged (see `remainder` for a subnormal
+    dividend)."""
+    s = scalar_of(x, value)
+    return np.fmod(np.fmod(x, s) + s, s), None
+
+
+def remainder_scalar_backward(s: None, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (g,)
+
+
+REMAINDER_SCALAR = differentiable(
+    "remainder_scalar",
+    remainder_scalar,
+    remainder_scalar_backward,
+    checks=(
+        unary(
+            "remainder_scalar",
+            "{a}.remainder_scalar(-0.75)",
+            "torch.remainder({a}, -0.75)",
+            diverges=(
+                Diverges(
+                    "*/*/specials/forward",
+                    "remainder_scalar at infinite or subnormal dividends: flex's "
+                    "((a % s) + s) % s gives NaN at +-inf and 0 for a subnormal of the other "
+                    "sign, where torch gives NaN, s or a (harness.engine.ops.selection.remainder)",
+                    Condition.only_where(
+                        "either value is NaN or infinite, or the engine's is 0",
+                        lambda t, e: ~(np.isfinite(t) & np.isfinite(e)) | (e == 0),
+                    ),
+                ),
+            ),
+        ),
+    ),
+)
+
 # ---- cross ----------------------------------------------------------------------------------
 
 
@@ -319,6 +357,21 @@ def _composite(check: Check) -> Check:
     return check.of(check.method)
 
 
+_F32_CONSTANT = Diverges(
+    "float64/*/*/*",
+    "deg2rad/rad2deg scale by burn's f32 constant (f32::consts::PI / 180.0), so float64 "
+    "values are off by its f32 rounding (harness.engine.composites.deg2rad)",
+    facts.close(1e-7),
+)
+
+
+def _grid_scalar(name: str, torch: str) -> Check:
+    """A `*_scalar` comparison (burn's names; `*_elem` are its aliases) against the value in
+    the torch spelling, on the integer grid so that ties occur."""
+    value = torch.rsplit(", ", 1)[1].rstrip(")")
+    return unary(name, f"{{a}}.{name}({value})", torch, domain="grid")
+
+
 COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
     _composite(c)
     for c in (
@@ -328,6 +381,58 @@ COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
             "torch.masked_select({a}, {m})",
             (Input("a"), Input("m", BOOL)),
             menu(("3x2", [(3, 2), (3, 2)]), ("4", [(4,), (4,)])),
+        ),
+        unary(
+            "deg2rad",
+            "{a}.deg2rad()",
+            "torch.deg2rad({a})",
+            diverges=(_F32_CONSTANT,),
+        ),
+        unary(
+            "rad2deg",
+            "{a}.rad2deg()",
+            "torch.rad2deg({a})",
+            diverges=(
+                Diverges(
+                    "*/*/*/*",
+                    "rad2deg scales by burn's 180.0 / f32::consts::PI computed in f32 "
+                    "(57.295776), torch by 180 / pi rounded to the dtype (57.29578 in "
+                    "float32): one f32 ulp apart (harness.engine.composites.rad2deg)",
+                    facts.close(1e-6),
+                ),
+            ),
+        ),
+        unary(
+            "fmod_scalar",
+            "{a}.fmod_scalar(-0.75)",
+            "torch.fmod({a}, -0.75)",
+        ),
+        unary("bool", "{a}.bool()", "{a} != 0"),
+        Check(
+            "one_hot_fill",
+            "{i}.one_hot_fill(4, 2.0, -1.0, 0)",
+            "torch.movedim(torch.nn.functional.one_hot({i} % 4, 4) * 3 - 1, -1, 0)",
+            (Input("i", INT),),
+            menu(("3x2", [(3, 2)])),
+        ),
+        Check(
+            "take",
+            "{a}.take({dim}, {i})",
+            "torch.index_select({a}, {dim}, {i}.reshape(-1)).reshape(2, 2, 2)",
+            (Input("a"), Input("i", INDEX)),
+            menu(("2x3[2x2]", [(2, 3), (2, 2)])),
+            params={"dim": 1},
+        ),
+        *(
+            _grid_scalar(name, torch)
+            for name, torch in (
+                ("equal_scalar", "torch.eq({a}, 1.0)"),
+                ("not_equal_scalar", "torch.ne({a}, 1.0)"),
+                ("greater_scalar", "torch.gt({a}, 0.0)"),
+                ("greater_equal_scalar", "torch.ge({a}, 0.0)"),
+                ("lower_scalar", "torch.lt({a}, 0.0)"),
+                ("lower_equal_scalar", "torch.le({a}, 0.0)"),
+            )
         ),
         # burn wraps a negative class (adds num_classes): torch's one_hot of i % 4 is that.
         Check(
