@@ -575,3 +575,70 @@ def iter_dim(self, dim: int):
     """Each slice of `dim` in order, the dim kept with size 1 (burn's `DimIter`)."""
     d = norm_dim("iter_dim", dim, self.ndim)
     return (narrow(self, d, i, 1) for i in range(self.shape[d]))
+
+
+# ---- pad (api/pad.rs) ------------------------------------------------------------------------
+
+
+def pad(self, padding, mode=0.0):
+    """burn's `Tensor::pad`. `padding` is `(left, right, top, bottom)` for the last two dims
+    or a list of `(before, after)` pairs for the trailing dims; `mode` is a number (burn's
+    `PadMode::Constant(value)`), "reflect" (the edge not repeated; each pad shorter than the
+    dim) or "edge" (the edge repeated). As burn builds them: the tensor `slice_assign`ed
+    into a new constant tensor, and for reflect/edge the flipped `narrow`s or the
+    `repeat_dim`ed edge assigned into the margins, dim by dim."""
+    pairs = _padding_pairs(padding, self.ndim)
+    if isinstance(mode, str):
+        if mode not in ("reflect", "edge"):
+            raise ValueError(f"pad: mode must be a number, 'reflect' or 'edge', got {mode!r}")
+        out = self
+        for d, (before, after) in enumerate(pairs):
+            if before or after:
+                out = _pad_dim(out, d, before, after, mode)
+        return out
+    shape = [n + b + a for n, (b, a) in zip(self.shape, pairs, strict=True)]
+    ranges = [(b, b + n) for n, (b, _) in zip(self.shape, pairs, strict=True)]
+    return self.__class__.full(shape, mode, self.device, self.dtype).slice_assign(ranges, self)
+
+
+def _padding_pairs(padding, ndim: int) -> list[tuple[int, int]]:
+    if len(padding) == 4 and all(isinstance(p, int) for p in padding):
+        left, right, top, bottom = padding
+        pairs = [(top, bottom), (left, right)]
+    else:
+        pairs = [tuple(p) for p in padding]
+    if len(pairs) > ndim:
+        raise ShapeError(f"pad: Padding has {len(pairs)} pairs but tensor only has {ndim} dims")
+    return [(0, 0)] * (ndim - len(pairs)) + pairs
+
+
+def _pad_dim(x, d: int, before: int, after: int, mode: str):
+    n = x.shape[d]
+    if mode == "reflect" and not (before < n and after < n):
+        raise ShapeError(
+            f"pad: Reflect padding ({before}, {after}) must be less than dimension {d} size ({n})"
+        )
+    if mode == "edge" and n == 0:
+        raise ShapeError(f"pad: Cannot apply edge padding to zero-sized dimension {d}")
+    shape = list(x.shape)
+    shape[d] = n + before + after
+    out = x.__class__.zeros(shape, x.device, x.dtype).slice_assign(_along(d, before, n, x), x)
+    if before:
+        if mode == "reflect":
+            margin = narrow(x, d, 1, before).flip([d])
+        else:
+            margin = narrow(x, d, 0, 1).repeat_dim(d, before)
+        out = out.slice_assign(_along(d, 0, before, x), margin)
+    if after:
+        if mode == "reflect":
+            margin = narrow(x, d, n - after - 1, after).flip([d])
+        else:
+            margin = narrow(x, d, n - 1, 1).repeat_dim(d, after)
+        out = out.slice_assign(_along(d, before + n, after, x), margin)
+    return out
+
+
+def _along(d: int, start: int, length: int, x) -> list:
+    ranges = [None] * x.ndim
+    ranges[d] = (start, start + length)
+    return ranges

@@ -606,6 +606,7 @@ class Tensor(AutodiffMethods):
     slice_fill = composites.slice_fill
     take = composites.take
     iter_dim = composites.iter_dim
+    pad = composites.pad
     # burn's `*_scalar` comparisons; the `*_elem` names are its aliases of them.
     equal_scalar = equal_elem
     not_equal_scalar = not_equal_elem

@@ -178,3 +178,16 @@ def test_movedim_matches_burns_example():
     # burn-tensor api/base.rs `movedim` doc example: [3, 2, 1] moved (1 -> 0) is [2, 3, 1].
     x = _t([[[1.0], [5.0]], [[-2.0], [9.0]], [[3.0], [6.0]]])
     assert x.movedim(1, 0).tolist() == [[[1.0], [-2.0], [3.0]], [[5.0], [9.0], [6.0]]]
+
+
+def test_pad_modes_follow_burn():
+    x = _t([[1.0, 2.0, 3.0]])
+    assert x.pad([(0, 0), (2, 1)], "reflect").tolist() == [[3.0, 2.0, 1.0, 2.0, 3.0, 2.0]]
+    assert x.pad([(0, 0), (2, 1)], "edge").tolist() == [[1.0, 1.0, 1.0, 2.0, 3.0, 3.0]]
+    assert x.pad((1, 0, 1, 0), 9.0).tolist() == [[9.0, 9.0, 9.0, 9.0], [9.0, 1.0, 2.0, 3.0]]
+    with pytest.raises(ShapeError, match=r"Reflect padding \(3, 0\) must be less than dimension 1"):
+        x.pad([(0, 0), (3, 0)], "reflect")
+    # The gradient of the edge margins lands on the edge elements (repeat_dim of size 1).
+    leaf = _t([[1.0, 2.0, 3.0]]).require_grad()
+    grads = leaf.pad([(0, 0), (2, 1)], "edge").sum().backward()
+    assert leaf.grad(grads).tolist() == [[3.0, 1.0, 2.0]]

@@ -443,6 +443,24 @@ COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
         unary("tril[-1]", "{a}.tril(-1)", "torch.tril({a}, -1)", shapes=menu(("4x3", [(4, 3)]))),
         unary("t", "{a}.t()", "{a}.transpose(-2, -1)", shapes=TWO_D),
         unary(
+            "pad[constant]",
+            "{a}.pad((1, 2, 0, 1), 0.5)",
+            "torch.nn.functional.pad({a}, (1, 2, 0, 1), value=0.5)",
+            shapes=menu(("3x2", [(3, 2)]), ("2x3x4", [(2, 3, 4)])),
+        ),
+        unary(
+            "pad[reflect]",
+            "{a}.pad((2, 1, 1, 2), 'reflect')",
+            "torch.nn.functional.pad({a}, (2, 1, 1, 2), mode='reflect')",
+            shapes=menu(("1x3x4", [(1, 3, 4)]), ("2x3x3", [(2, 3, 3)])),
+        ),
+        unary(
+            "pad[edge]",
+            "{a}.pad([(1, 2), (2, 0)], 'edge')",
+            "torch.nn.functional.pad({a}, (2, 0, 1, 2), mode='replicate')",
+            shapes=menu(("1x3x4", [(1, 3, 4)]), ("2x1x2", [(2, 1, 2)])),
+        ),
+        unary(
             "slice_dim",
             "{a}.slice_dim(1, (1, 3))",
             "{a}[:, 1:3]",
