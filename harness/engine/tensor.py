@@ -492,6 +492,13 @@ class Tensor(AutodiffMethods):
         forward = functools.partial(op.forward, dim=dim, indices=indices._data, update=update)
         return binary_result(self, values, op, forward)
 
+    def scatter_nd(self, indices: Tensor, values: Tensor, update="add") -> Tensor:
+        """`values` added (or, `update="assign"`, written) at the multi-indices `indices`
+        (their last axis addresses the leading dims): burn's `scatter_nd`."""
+        op = selection.SCATTER_ND
+        forward = functools.partial(op.forward, indices=indices._data, update=update)
+        return binary_result(self, values, op, forward)
+
     def cross(self, other: Tensor, dim: int) -> Tensor:
         """The cross product of 3-vectors along `dim`, broadcasting the other dims."""
         op = selection.CROSS

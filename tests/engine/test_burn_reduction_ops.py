@@ -206,3 +206,17 @@ def test_cov_centres_the_observations_of_dim():
     # 3 observations (dim 0) of 2 variables: y = 2x exactly, so cov = [[1, 2], [2, 4]].
     x = Tensor.from_floats([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]], PLAIN)
     np.testing.assert_allclose(x.cov(0, 1).numpy(), [[1.0, 2.0], [2.0, 4.0]], rtol=1e-6)
+
+
+def test_scatter_nd_adds_or_assigns_and_assign_zeroes_the_gradient_there():
+    x = _leaf([[1.0, 2.0], [3.0, 4.0]])
+    idx = Tensor.from_ints([[1], [1]], AD)
+    values = _leaf([[10.0, 20.0], [30.0, 40.0]])
+    assert x.scatter_nd(idx, values).tolist() == [[1.0, 2.0], [43.0, 64.0]]
+    assigned = x.scatter_nd(idx, values, update="assign")
+    assert assigned.tolist() == [[1.0, 2.0], [30.0, 40.0]]  # the last write wins
+    grads = assigned.sum().backward()
+    assert x.grad(grads).tolist() == [[1.0, 1.0], [0.0, 0.0]]
+    assert values.grad(grads).tolist() == [[1.0, 1.0], [1.0, 1.0]]  # gather_nd(g), as burn
+    with pytest.raises(NotImplementedError, match="update 'mul' is not reproduced"):
+        x.scatter_nd(idx, values, update="mul")

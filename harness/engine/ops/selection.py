@@ -209,6 +209,81 @@ SCATTER = differentiable(
     ),
 )
 
+# ---- scatter_nd -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ScatteredNd:
+    index: tuple[Array, ...]  # one index array per leading dim of self
+    assign: bool
+
+
+def scatter_nd(
+    x: Array, values: Array, /, indices: Array, update: str = "add"
+) -> tuple[Array, ScatteredNd]:
+    """burn's `scatter_nd`: the last axis of `indices` (size K) addresses the leading K dims
+    of self; `values` has shape `indices.shape[:-1] + self.shape[K:]` and is added
+    (`update="add"`) or written (`"assign"`, the last write winning, as flex's loop) there.
+
+    burn-autodiff's rules: Add passes g to self and `gather_nd(g)` to the values; Assign
+    zeroes g at the written positions for self. flex also has Mul, Min and Max, not
+    reproduced here (NotImplementedError).
+    """
+    if update not in ("add", "assign"):
+        raise NotImplementedError(f"scatter_nd: update {update!r} is not reproduced")
+    _int_indices("scatter_nd", indices)
+    k = indices.shape[-1] if indices.ndim else 0
+    if indices.ndim == 0 or k > x.ndim:
+        raise ShapeError(
+            f"scatter_nd: indices of shape {fmt(indices.shape)} do not address {fmt(x.shape)}"
+        )
+    expected = (*indices.shape[:-1], *x.shape[k:])
+    if values.shape != expected:
+        raise ShapeError(
+            f"scatter_nd: values shape {fmt(values.shape)} is not {fmt(expected)} "
+            "(indices.shape[:-1] + self.shape[K:])"
+        )
+    index = tuple(indices[..., j] for j in range(k))
+    for j, column in enumerate(index):
+        check_indices("scatter_nd", column, x.shape[j])
+    out = x.copy()
+    if update == "add":
+        np.add.at(out, index, values)
+    else:
+        out[index] = values
+    return out, ScatteredNd(index, update == "assign")
+
+
+def scatter_nd_backward(s: ScatteredNd, g: Array, tracked: Tracked) -> tuple[Grad, Grad]:
+    pa, pb = tracked
+    ga = None
+    if pa is not None:
+        ga = g
+        if s.assign:
+            ga = g.copy()
+            ga[s.index] = 0
+    return ga, (g[s.index] if pb is not None else None)
+
+
+SCATTER_ND = differentiable(
+    "scatter_nd",
+    scatter_nd,
+    scatter_nd_backward,
+    checks=(
+        # 4 index rows into 3 x 3 repeat some: the forward adds them (index_put accumulates).
+        Check(
+            "scatter_nd",
+            "{a}.scatter_nd({i}, {b})",
+            "{a}.index_put(tuple({i}.unbind(-1)), {b}, accumulate=True)",
+            (Input("a"), Input("i", INDEX), Input("b")),
+            menu(
+                ("3x3x2[4x2]", [(3, 3, 2), (4, 2), (4, 2)]), ("3x2[5x1]", [(3, 2), (5, 1), (5, 2)])
+            ),
+            params={"dim": 0},
+        ),
+    ),
+)
+
 # ---- remainder ------------------------------------------------------------------------------
 
 
