@@ -79,6 +79,7 @@ NON_OP_API = frozenset(
         *("is_autodiff", "is_require_grad", "require_grad", "set_require_grad", "detach"),
         *("clone", "inner", "backward", "grad", "grad_remove", "grad_replace"),
         "all_close",  # a Python bool read back from the device (is_close is the op)
+        *("rank", "empty", "empty_like"),  # the rank; tensors of unspecified values (zeros)
     }
 )
 
@@ -182,6 +183,19 @@ class Tensor(AutodiffMethods):
     def full(shape, value, device: Device, dtype="float32") -> Tensor:
         """A tensor filled with `value` (cast to `dtype`)."""
         return Tensor._wrap(np.full(tuple(shape), value, dtype=dtype), _check_device(device))
+
+    @staticmethod
+    def empty(shape, device: Device, dtype="float32") -> Tensor:
+        """A tensor whose values burn leaves unspecified (`Tensor::empty`); here zeros."""
+        return Tensor.zeros(shape, device, dtype)
+
+    def empty_like(self) -> Tensor:
+        """`empty` with this tensor's shape, dtype and device (untracked)."""
+        return Tensor._wrap(np.zeros_like(self._data), self.device)
+
+    def rank(self) -> int:
+        """The number of dims (burn's `rank()`)."""
+        return self._data.ndim
 
     @staticmethod
     def eye(size: int, device: Device, dtype="float32") -> Tensor:
