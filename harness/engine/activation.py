@@ -135,7 +135,9 @@ __all__ += [
     "hard_shrink",
     "hard_swish",
     "hardtanh",
+    "log_sigmoid",
     "mish",
+    "quiet_softmax",
     "relu6",
     "selu",
     "shrink",
@@ -255,3 +257,18 @@ def shrink(x: Tensor, lambd: float, bias: float) -> Tensor:
     """`x - sign(x) * bias` where |x| > lambda, 0 elsewhere (burn's / ONNX's `shrink`)."""
     shrunk = x.sub(x.sign().mul_scalar(bias))
     return shrunk.mask_fill(x.abs().lower_equal_elem(lambd), 0.0)
+
+
+def log_sigmoid(x: Tensor) -> Tensor:
+    """`log(sigmoid(x))`: burn-autodiff's own node (the `log_sigmoid` primitive)."""
+    return x.log_sigmoid()
+
+
+def quiet_softmax(x: Tensor, dim: int) -> Tensor:
+    """burn's `quiet_softmax`: `exp(x - m) / (sum(exp(x - m)) + exp(-m))` along `dim`, with
+    `m = detach(x).max_dim(dim)`: a softmax with an extra zero logit, so a lane can give all
+    its entries weight near 0. The max is detached, so no gradient flows through it (burn's
+    `detach()`); PyTorch has no such function (its check writes the formula)."""
+    m = x.detach().max_dim(dim)
+    e = x.sub(m).exp()
+    return e.div(e.sum_dim(dim).add(m.neg().exp()))

@@ -184,5 +184,18 @@ COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
             kinks=(0.5, -0.5, 0.0, 1.0, -0.25, 2.0),
         ),
         unary("tanhshrink", "activation.tanhshrink({a})", "torch.nn.functional.tanhshrink({a})"),
+        unary(
+            "log_sigmoid[function]",
+            "activation.log_sigmoid({a})",
+            "torch.nn.functional.logsigmoid({a})",
+        ),
+        Check(
+            "quiet_softmax",
+            "activation.quiet_softmax({a}, {dim})",
+            "(lambda m: torch.exp({a} - m) / (torch.exp({a} - m).sum({dim}, keepdim=True) "
+            "+ torch.exp(-m)))(torch.max({a}.detach(), {dim}, keepdim=True).values)",
+            shapes=menu(("3x2", [(3, 2)]), ("2x3x2", [(2, 3, 2)])),
+            params={"dim": 1},
+        ),
     )
 )
