@@ -402,6 +402,10 @@ def one_hot(self, num_classes: int):
         raise ShapeError("one_hot: Can't create a one hot tensor with less than 2 classes")
     classes = values.astype(np.int64)
     classes = np.where(values < 0, classes + num_classes, classes)
+    if classes.size and classes.min() < 0:  # burn's scatter then indexes out of bounds
+        raise IndexError(
+            f"one_hot: index {classes.min()} out of bounds for dimension of size {num_classes}"
+        )
     out = (classes[..., None] == np.arange(num_classes)).astype(values.dtype)
     return self.__class__.from_numpy(out, self.device)
 

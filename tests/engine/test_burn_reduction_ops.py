@@ -128,6 +128,8 @@ def test_one_hot_matches_burns_vectors_and_wraps_negative_classes():
     labels = Tensor.from_ints([[0, 2], [1, -1]], PLAIN)
     assert labels.one_hot(3).tolist() == [[[1, 0, 0], [0, 0, 1]], [[0, 1, 0], [0, 0, 1]]]
     assert str(labels.one_hot(3).dtype) == "int64"
+    with pytest.raises(IndexError, match="index -1 out of bounds for dimension of size 3"):
+        Tensor.from_ints([-4], PLAIN).one_hot(3)  # -4 + 3 is still negative
     with pytest.raises(ShapeError, match="greater or equal to the number of classes"):
         Tensor.from_floats([5.0], PLAIN).one_hot(5)
     # burn checks the classes first: one_hot(0) of [0.0] fails that test; one_hot(1) the count.
