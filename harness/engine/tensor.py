@@ -28,7 +28,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from . import autodiff
+from . import autodiff, composites
 from .autodiff import GRAD, AutodiffMethods, Node
 from .device import Device
 from .errors import AutodiffError, ShapeError
@@ -41,9 +41,25 @@ from .methods import (
     unary_method,
     unary_result,
     untracked_method,
+    untracked_result,
     variadic_result,
 )
-from .ops import conversions, elementwise, indexing, lattice, linalg, nn, reductions, unary
+from .ops import activation as activation_ops
+from .ops import (
+    conversions,
+    elementwise,
+    indexing,
+    lattice,
+    layout,
+    linalg,
+    nn,
+    ordering,
+    reductions,
+    rounding,
+    selection,
+    trig,
+    unary,
+)
 from .ops import shape as shape_ops
 from .ops.arrays import FLOAT_DTYPES, bool_mask, float_dtype, fmt, norm_dim
 
@@ -59,10 +75,12 @@ _KEPT_DTYPES = (*FLOAT_DTYPES, np.dtype(np.int64), np.dtype(np.bool_))
 # (harness.ops.registry.uncovered_methods).
 NON_OP_API = frozenset(
     {
-        *("from_floats", "from_ints", "from_numpy", "zeros", "ones", "full", "from_inner"),
+        *("from_floats", "from_ints", "from_numpy", "zeros", "ones", "full", "from_inner", "eye"),
         *("device", "shape", "dtype", "ndim", "dims", "numel", "numpy", "tolist", "into_scalar"),
         *("is_autodiff", "is_require_grad", "require_grad", "set_require_grad", "detach"),
         *("clone", "inner", "backward", "grad", "grad_remove", "grad_replace"),
+        "all_close",  # a Python bool read back from the device (is_close is the op)
+        *("rank", "empty", "empty_like"),  # the rank; tensors of unspecified values (zeros)
     }
 )
 
@@ -168,6 +186,25 @@ class Tensor(AutodiffMethods):
         return Tensor._wrap(np.full(tuple(shape), value, dtype=dtype), _check_device(device))
 
     @staticmethod
+    def empty(shape, device: Device, dtype="float32") -> Tensor:
+        """A tensor whose values burn leaves unspecified (`Tensor::empty`); here zeros."""
+        return Tensor.zeros(shape, device, dtype)
+
+    def empty_like(self) -> Tensor:
+        """`empty` with this tensor's shape, dtype and device (untracked)."""
+        return Tensor._wrap(np.zeros_like(self._data), self.device)
+
+    def rank(self) -> int:
+        """The number of dims (burn's `rank()`)."""
+        return self._data.ndim
+
+    @staticmethod
+    def eye(size: int, device: Device, dtype="float32") -> Tensor:
+        """The `size x size` identity (burn's `Tensor::eye`: a scatter of ones into zeros, a
+        constant, never tracked)."""
+        return Tensor._wrap(np.eye(size, dtype=float_dtype(dtype)), _check_device(device))
+
+    @staticmethod
     def from_inner(tensor: Tensor) -> Tensor:
         """An untracked autodiff tensor from a plain tensor (burn's `Tensor::from_inner`)."""
         if tensor._node is not None:
@@ -237,8 +274,6 @@ class Tensor(AutodiffMethods):
     sub_scalar = unary_method(elementwise.SUB_SCALAR)
     mul_scalar = unary_method(elementwise.MUL_SCALAR)
     div_scalar = unary_method(elementwise.DIV_SCALAR)
-    powi_scalar = unary_method(elementwise.POWI_SCALAR)
-    powf_scalar = unary_method(elementwise.POWF_SCALAR)
     neg = unary_method(unary.NEG)
     recip = unary_method(unary.RECIP)
     exp = unary_method(unary.EXP)
@@ -271,6 +306,13 @@ class Tensor(AutodiffMethods):
     lower = compare_method(conversions.LOWER)
     lower_elem = compare_method(conversions.LOWER_ELEM)
     lower_equal_elem = compare_method(conversions.LOWER_EQUAL_ELEM)
+    greater_equal = compare_method(conversions.GREATER_EQUAL)
+    lower_equal = compare_method(conversions.LOWER_EQUAL)
+    not_equal = compare_method(conversions.NOT_EQUAL)
+    not_equal_elem = compare_method(conversions.NOT_EQUAL_ELEM)
+    is_nan = untracked_method(conversions.IS_NAN)
+    is_inf = untracked_method(conversions.IS_INF)
+    is_finite = untracked_method(conversions.IS_FINITE)
     bool_not = untracked_method(conversions.BOOL_NOT)
     int = untracked_method(conversions.TO_INT)
     float = untracked_method(conversions.TO_FLOAT)
@@ -281,6 +323,42 @@ class Tensor(AutodiffMethods):
     slice_assign = param_binary_method(lattice.SLICE_ASSIGN)
     gather_nd = indexed_method(lattice.GATHER_ND)
     max_pair = binary_method(lattice.MAX_PAIR)
+    permute = unary_method(layout.PERMUTE)
+    flip = unary_method(layout.FLIP)
+    expand = unary_method(layout.EXPAND)
+    repeat_dim = unary_method(layout.REPEAT_DIM)
+    unfold = unary_method(layout.UNFOLD)
+    sin = unary_method(trig.SIN)
+    cos = unary_method(trig.COS)
+    tan = unary_method(trig.TAN)
+    sinh = unary_method(trig.SINH)
+    cosh = unary_method(trig.COSH)
+    asin = unary_method(trig.ASIN)
+    acos = unary_method(trig.ACOS)
+    atan = unary_method(trig.ATAN)
+    asinh = unary_method(trig.ASINH)
+    acosh = unary_method(trig.ACOSH)
+    atanh = unary_method(trig.ATANH)
+    atan2 = binary_method(trig.ATAN2)
+    hypot = binary_method(trig.HYPOT)
+    round = unary_method(rounding.ROUND)
+    floor = unary_method(rounding.FLOOR)
+    ceil = unary_method(rounding.CEIL)
+    trunc = unary_method(rounding.TRUNC)
+    sign = unary_method(rounding.SIGN)
+    erf = unary_method(activation_ops.ERF)
+    powf = binary_method(elementwise.POWF)
+    prod = unary_method(ordering.PROD)
+    prod_dim = unary_method(ordering.PROD_DIM)
+    cumprod = unary_method(ordering.CUMPROD)
+    cummin = unary_method(ordering.CUMMIN)
+    cummax = unary_method(ordering.CUMMAX)
+    any = untracked_method(ordering.ANY)
+    all = untracked_method(ordering.ALL)
+    any_dim = untracked_method(ordering.ANY_DIM)
+    all_dim = untracked_method(ordering.ALL_DIM)
+    remainder = binary_method(selection.REMAINDER)
+    remainder_scalar = unary_method(selection.REMAINDER_SCALAR)
 
     def cast(self, dtype) -> Tensor:
         """Convert a float tensor to another float dtype, tracked: the gradient is cast back
@@ -341,6 +419,106 @@ class Tensor(AutodiffMethods):
         """Clamp from above (see `clamp` for NaN on each device)."""
         return self.clamp(max=max)
 
+    def powi_scalar(self, exponent: int) -> Tensor:
+        """`self ** exponent` for an integer exponent, with burn-backend's default shortcuts
+        (`harness.engine.ops.elementwise.powi_scalar`): 0 gives ones (untracked), 1 the tensor
+        itself, 2 `x * x`, -1 `recip(x)`, -2 `recip(x * x)`; other exponents the power op."""
+        k = int(exponent)
+        if k == 0:
+            return self.ones_like()
+        if k == 1:
+            return self
+        if k == 2:
+            return self.mul(self)
+        if k == -1:
+            return self.recip()
+        if k == -2:
+            return self.mul(self).recip()
+        op = elementwise.POWI_SCALAR
+        out, saved = op.forward(self._data, k)
+        return unary_result(self, op, out, saved)
+
+    def powf_scalar(self, exponent: float) -> Tensor:
+        """`self ** exponent`, the exponent cast to this dtype; an integer-valued exponent
+        takes `powi_scalar`'s path, as burn-backend's default `float_powf_scalar` does."""
+        value = float(exponent)
+        if value.is_integer():
+            return self.powi_scalar(int(value))
+        op = elementwise.POWF_SCALAR
+        out, saved = op.forward(self._data, value)
+        return unary_result(self, op, out, saved)
+
+    def powi(self, other: Tensor) -> Tensor:
+        """`self ** other` for an int tensor of exponents: burn-backend's default `float_powi`,
+        `powf` with the exponents converted to this dtype (untracked)."""
+        return self.powf(other.float(self.dtype))
+
+    def square(self) -> Tensor:
+        """`self * self`: burn's `square` is `powi_scalar(2)`, which the autodiff backend's
+        default `float_powi_scalar` computes as `mul(x, x)`; the gradient is `g*x + g*x`."""
+        return self.mul(self)
+
+    def _sorted(self, dim: int, descending: bool) -> tuple[Tensor, Tensor]:
+        op = ordering.SORT
+        out, saved = op.forward(self._data, dim, descending)
+        return unary_result(self, op, out, saved), untracked_result(self, saved.indices)
+
+    def sort_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """(values sorted along `dim`, int64 indices where they came from): ties keep their
+        order, -0.0 sorts before +0.0 and NaN last (`harness.engine.ops.ordering.sort`)."""
+        return self._sorted(dim, False)
+
+    def sort_descending_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """`sort_with_indices` in descending order (ties keep their order)."""
+        return self._sorted(dim, True)
+
+    def sort(self, dim: int) -> Tensor:
+        """The values sorted along `dim` (see `sort_with_indices`)."""
+        return self._sorted(dim, False)[0]
+
+    def sort_descending(self, dim: int) -> Tensor:
+        """The values sorted along `dim`, largest first."""
+        return self._sorted(dim, True)[0]
+
+    def argsort(self, dim: int) -> Tensor:
+        """int64 indices sorting each lane along `dim` (see `sort_with_indices`)."""
+        return untracked_result(self, ordering.ARGSORT.forward(self._data, dim, False))
+
+    def argsort_descending(self, dim: int) -> Tensor:
+        """int64 indices sorting each lane along `dim`, largest first."""
+        return untracked_result(self, ordering.ARGSORT.forward(self._data, dim, True))
+
+    def select(self, dim: int, indices: Tensor) -> Tensor:
+        """The slices at `indices` (rank-1 int64) along `dim`, in that order."""
+        out, saved = selection.SELECT.forward(self._data, dim, indices._data)
+        return unary_result(self, selection.SELECT, out, saved)
+
+    def select_assign(self, dim: int, indices: Tensor, values: Tensor, update="add") -> Tensor:
+        """`values` added at `indices` along `dim` (burn's `IndexingUpdateOp::Add`; flex has
+        no `Assign`: see harness.engine.ops.selection)."""
+        op = selection.SELECT_ASSIGN
+        forward = functools.partial(op.forward, dim=dim, indices=indices._data, update=update)
+        return binary_result(self, values, op, forward)
+
+    def scatter(self, dim: int, indices: Tensor, values: Tensor, update="add") -> Tensor:
+        """`values[i][j]` added at `[i][indices[i][j]]` along `dim` (burn's `scatter` with
+        `IndexingUpdateOp::Add`, torch's `scatter_add`)."""
+        op = selection.SCATTER
+        forward = functools.partial(op.forward, dim=dim, indices=indices._data, update=update)
+        return binary_result(self, values, op, forward)
+
+    def scatter_nd(self, indices: Tensor, values: Tensor, update="add") -> Tensor:
+        """`values` added (or, `update="assign"`, written) at the multi-indices `indices`
+        (their last axis addresses the leading dims): burn's `scatter_nd`."""
+        op = selection.SCATTER_ND
+        forward = functools.partial(op.forward, indices=indices._data, update=update)
+        return binary_result(self, values, op, forward)
+
+    def cross(self, other: Tensor, dim: int) -> Tensor:
+        """The cross product of 3-vectors along `dim`, broadcasting the other dims."""
+        op = selection.CROSS
+        return binary_result(self, other, op, functools.partial(op.forward, dim=dim))
+
     def max_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
         """(max over `dim`, int64 index of the first maximum), both keeping `dim`."""
         return self.max_dim(dim), self.argmax(dim)
@@ -352,6 +530,12 @@ class Tensor(AutodiffMethods):
     def max(self) -> Tensor:
         """Max of all elements, shape (1,)."""
         return self.reshape([-1]).max_dim(0)
+
+    def min(self) -> Tensor:
+        """Min of all elements, shape (1,): `reshape([-1]).min_dim(0)`, as burn's default.
+        PyTorch difference: on ties the whole gradient goes to the first minimum, where
+        torch's min() splits it evenly."""
+        return self.reshape([-1]).min_dim(0)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         """Dims `start_dim` to `end_dim` (inclusive; negative counts from the end) merged into
@@ -401,11 +585,76 @@ class Tensor(AutodiffMethods):
         del shape[d]
         return self.reshape(shape)
 
+    def t(self) -> Tensor:
+        """`transpose()` (burn's `t`)."""
+        return self.transpose()
+
     def transpose(self) -> Tensor:
         """Swap the last two dims."""
         if self._data.ndim < 2:
             raise ShapeError(f"transpose: needs rank >= 2, got shape {fmt(self.shape)}")
         return self.swap_dims(-2, -1)
+
+    # ------------------------------------------------------------------ burn-tensor composites
+
+    stack = staticmethod(composites.stack)
+    narrow = composites.narrow
+    chunk = composites.chunk
+    split = composites.split
+    split_with_sizes = composites.split_with_sizes
+    roll = composites.roll
+    roll_dim = composites.roll_dim
+    repeat = composites.repeat
+    movedim = composites.movedim
+    squeeze_dims = composites.squeeze_dims
+    unsqueeze_dims = composites.unsqueeze_dims
+    tril = composites.tril
+    triu = composites.triu
+    topk = composites.topk
+    topk_with_indices = composites.topk_with_indices
+    argtopk = composites.argtopk
+    median = composites.median
+    median_with_indices = composites.median_with_indices
+    var = composites.var
+    var_bias = composites.var_bias
+    var_mean = composites.var_mean
+    var_mean_bias = composites.var_mean_bias
+    min_pair = composites.min_pair
+    mask_select = composites.mask_select
+    one_hot = composites.one_hot
+    dot = composites.dot
+    fmod = composites.fmod
+    fmod_scalar = composites.fmod_scalar
+    sum_dims = composites.sum_dims
+    mean_dims = composites.mean_dims
+    prod_dims = composites.prod_dims
+    min_dims = composites.min_dims
+    max_dims = composites.max_dims
+    sum_dims_squeeze = composites.sum_dims_squeeze
+    max_abs = composites.max_abs
+    max_abs_dim = composites.max_abs_dim
+    max_abs_dims = composites.max_abs_dims
+    cov = composites.cov
+    is_close = composites.is_close
+    all_close = composites.all_close
+    contains_nan = composites.contains_nan
+    deg2rad = composites.deg2rad
+    rad2deg = composites.rad2deg
+    bool = composites.bool_of
+    one_hot_fill = composites.one_hot_fill
+    slice_dim = composites.slice_dim
+    select_dim = composites.select_dim
+    slice_fill = composites.slice_fill
+    take = composites.take
+    iter_dim = composites.iter_dim
+    pad = composites.pad
+    # burn's `*_scalar` comparisons; the `*_elem` names are its aliases of them.
+    equal_scalar = equal_elem
+    not_equal_scalar = not_equal_elem
+    greater_scalar = greater_elem
+    greater_equal_scalar = greater_equal_elem
+    lower_scalar = lower_elem
+    lower_equal_scalar = lower_equal_elem
 
     # ------------------------------------------------------------------ operators
 

@@ -100,6 +100,10 @@ def _draw(domain: str, shape, dtype: str, rng: np.random.Generator) -> np.ndarra
         x = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
     elif domain == "grid":  # small integers: comparisons see ties
         x = rng.integers(-2, 3, shape).astype(np.float64)
+    elif domain == "unit":  # away from the poles of asin's and atanh's gradients at -1, 1
+        x = rng.uniform(-0.9, 0.9, shape)
+    elif domain == "above_one":  # away from acosh's pole at 1
+        x = rng.uniform(1.1, 3.0, shape)
     else:
         x = rng.uniform(-2.0, 2.0, shape)
     return np.asarray(x, dtype=dtype)

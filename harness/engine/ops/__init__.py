@@ -8,7 +8,11 @@ the order of `PRIMITIVES` and of the op matrix.
 # Registration order: elementwise first, conversions, then the vision primitives (ruff would
 # sort the names).
 from . import elementwise, unary, linalg, nn, reductions, shape, indexing, conversions  # noqa: F401
+
+# Then burn's wider tensor API (issue 23): layout, math, ordering, selection, activations,
+# and the interpolation of burn-nn's Interpolate modules (issue 28).
 from . import activation, conv, pool, lattice, interpolate  # noqa: F401
+from . import layout, trig, rounding, ordering, selection, activation_checks  # noqa: F401
 
 # isort: on
 from .arrays import unbroadcast
@@ -35,4 +39,11 @@ def checks() -> tuple[Check, ...]:
 
 def composite_checks() -> tuple[Check, ...]:
     """The checks of functions burn composes from primitives (no rule of their own)."""
-    return activation.COMPOSITE_CHECKS + shape.COMPOSITE_CHECKS
+    return (
+        activation.COMPOSITE_CHECKS
+        + shape.COMPOSITE_CHECKS
+        + layout.COMPOSITE_CHECKS
+        + ordering.COMPOSITE_CHECKS
+        + selection.COMPOSITE_CHECKS
+        + activation_checks.COMPOSITE_CHECKS
+    )

@@ -77,6 +77,7 @@ ERF = differentiable(
             "torch.erf({a})",
             fuzz=FuzzElementwise(mono(math.erf)),
         ),
+        unary("erf[tensor]", "{a}.erf()", "torch.erf({a})"),
     ),
 )
 

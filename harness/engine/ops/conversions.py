@@ -87,6 +87,61 @@ LOWER_ELEM = _comparison(lower_elem, "{a}.lower_elem(0.0)", "torch.lt({a}, 0.0)"
 LOWER_EQUAL_ELEM = _comparison(lower_equal_elem, "{a}.lower_equal_elem(0.0)", "torch.le({a}, 0.0)")
 
 
+def greater_equal(a: Array, b, /) -> Array:
+    """Elementwise `>=`, a bool tensor."""
+    return np.greater_equal(a, b)
+
+
+def lower_equal(a: Array, b, /) -> Array:
+    """Elementwise `<=`, a bool tensor."""
+    return np.less_equal(a, b)
+
+
+def not_equal(a: Array, b, /) -> Array:
+    """Elementwise `!=`, a bool tensor (true at NaN, as IEEE)."""
+    return np.not_equal(a, b)
+
+
+def not_equal_elem(a: Array, value, /) -> Array:
+    """Elementwise `!= value`, a bool tensor."""
+    return np.not_equal(a, value)
+
+
+GREATER_EQUAL = _comparison(greater_equal, "{a}.greater_equal({b})", "torch.ge({a}, {b})")
+LOWER_EQUAL = _comparison(lower_equal, "{a}.lower_equal({b})", "torch.le({a}, {b})")
+NOT_EQUAL = _comparison(not_equal, "{a}.not_equal({b})", "torch.ne({a}, {b})")
+NOT_EQUAL_ELEM = _comparison(not_equal_elem, "{a}.not_equal_elem(1.0)", "torch.ne({a}, 1.0)")
+
+
+def is_nan(x: Array, /) -> Array:
+    """Where the value is NaN, a bool tensor (flex's `float_is_nan`)."""
+    return np.isnan(x)
+
+
+def is_inf(x: Array, /) -> Array:
+    """Where the value is +inf or -inf, a bool tensor (flex's `float_is_inf`)."""
+    return np.isinf(x)
+
+
+def is_finite(x: Array, /) -> Array:
+    """Where the value is neither NaN nor infinite (burn's `is_finite`), a bool tensor."""
+    return np.isfinite(x)
+
+
+def _predicate(forward, torch: str):
+    return untracked(
+        forward.__name__,
+        forward,
+        because=_BOOLEAN,
+        checks=(unary(forward.__name__, f"{{a}}.{forward.__name__}()", torch),),
+    )
+
+
+IS_NAN = _predicate(is_nan, "torch.isnan({a})")
+IS_INF = _predicate(is_inf, "torch.isinf({a})")
+IS_FINITE = _predicate(is_finite, "torch.isfinite({a})")
+
+
 def bool_not(x: Array, /) -> Array:
     """Logical not of a bool tensor."""
     return np.logical_not(bool_mask("bool_not", x))

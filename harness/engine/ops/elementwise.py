@@ -13,14 +13,19 @@ from . import facts
 from .arrays import scalar_of, unbroadcast
 from .base import Array, Grad, Tracked, differentiable
 from .facts import (
+    FLOAT,
+    INT,
     SCALAR,
     ZERO_KINKS,
     Abs,
+    Check,
     Diverges,
     FuzzBinary,
     FuzzElementwise,
+    Input,
     binary,
     broadcast,
+    menu,
     mono,
     products,
     unary,
@@ -136,6 +141,8 @@ MUL = differentiable(
             "torch.mul({a}, {b})",
             fuzz=_interval(lambda a, b: (min(products(a, b)), max(products(a, b)))),
         ),
+        # square() is powi_scalar(2), which burn's autodiff backend computes as mul(x, x).
+        unary("square", "{a}.square()", "torch.square({a})", kinks=ZERO_KINKS),
     ),
 )
 
@@ -312,7 +319,19 @@ class Power:
 
 
 def powi_scalar(x: Array, /, exponent: int) -> tuple[Array, Power]:
-    """`self ** exponent` for an integer exponent."""
+    """`self ** exponent` for an integer exponent: burn's generic case
+    (`float_powi_scalar_impl`, which reaches burn-autodiff's `float_powf_scalar_impl` node
+    and its rule `g * p * x^(p-1)`).
+
+    `Tensor.powi_scalar` (and `powf_scalar` with an integer-valued exponent) first takes
+    burn-backend's default `float_powi_scalar` shortcuts, which burn-autodiff does not
+    override (`crates/burn-backend/src/backend/ops/tensor.rs`, burn commit
+    2c06be351006851d42fdb6df16b976f4a82d9747): exponent 0 is `ones` (a constant: no
+    gradient), 1 the tensor itself, 2 `x * x`, -1 `recip(x)`, -2 `recip(x * x)`; only the
+    other exponents come here. PyTorch differences: torch's `pow(x, 0)` has a zero
+    gradient, burn's none; burn's `recip(x * x)` has a NaN gradient at +-inf (0 * inf in
+    mul's rule), torch's is 0.
+    """
     p = scalar_of(x, int(exponent))
     return x**p, Power(x, p)
 
@@ -322,7 +341,6 @@ def pow_scalar_backward(s: Power, g: Array, tracked: Tracked) -> tuple[Grad]:
     return (g * (p * s.x ** (p - 1)),)
 
 
-_X_TO_THE_0 = "x^0 at x = 0: burn's rule p * x^(p-1) gives 0 * inf = NaN; torch special-cases "
 POWI_SCALAR = differentiable(
     "powi_scalar",
     powi_scalar,
@@ -342,15 +360,37 @@ POWI_SCALAR = differentiable(
             kinks=ZERO_KINKS,
             diverges=(
                 Diverges(
-                    "*/*/kinks/vjp.a",
-                    _X_TO_THE_0 + "exponent 0 to a zero gradient",
-                    facts.TORCH_ZERO_ENGINE_NAN,
+                    "*/*/*/vjp.a",
+                    "x^0: burn's float_powi_scalar returns ones, a constant, so the input has "
+                    "no gradient; torch's is 0 (harness.engine.ops.elementwise.powi_scalar)",
+                    facts.Condition.whole(
+                        "the engine has no gradient and torch's is 0",
+                        lambda t, e: e is None and t is not None and not np.any(t),
+                    ),
                 ),
+            ),
+        ),
+        # burn's shortcuts (see powi_scalar): x * x, the tensor itself, recip, recip(x * x).
+        unary("powi_scalar[2]", "{a}.powi_scalar(2)", "torch.pow({a}, 2)", kinks=ZERO_KINKS),
+        unary("powi_scalar[1]", "{a}.powi_scalar(1)", "torch.pow({a}, 1)", kinks=ZERO_KINKS),
+        unary(
+            "powi_scalar[-1]",
+            "{a}.powi_scalar(-1)",
+            "torch.pow({a}, -1)",
+            domain="nonzero",
+        ),
+        unary(
+            "powi_scalar[-2]",
+            "{a}.powi_scalar(-2)",
+            "torch.pow({a}, -2)",
+            domain="nonzero",
+            diverges=(
                 Diverges(
                     "*/*/specials/vjp.a",
-                    "x^0 at 0, -0.0 and NaN: burn's p * x^(p-1) gives NaN; torch gives a zero "
-                    "gradient",
-                    facts.TORCH_ZERO_ENGINE_NAN,
+                    "x^-2 at +-inf: burn's recip(x * x) sends recip's zero gradient through "
+                    "mul's rule, 0 * inf = NaN; torch's pow backward gives 0 "
+                    "(harness.engine.ops.elementwise.powi_scalar)",
+                    facts.ENGINE_NONFINITE,
                 ),
             ),
         ),
@@ -376,6 +416,72 @@ POWF_SCALAR = differentiable(
             domain="positive",
             kinks=ZERO_KINKS,
             fuzz=FuzzElementwise(mono(lambda v: v**2.5), lambda x: x.lo >= 0.25),
+        ),
+        # An integer-valued float exponent takes powi_scalar's path (burn's `float_powf_scalar`
+        # tests `try_as_integer`): 3.0 is the generic power, 2.0 is x * x.
+        unary("powf_scalar[3.0]", "{a}.powf_scalar(3.0)", "torch.pow({a}, 3.0)"),
+        unary("powf_scalar[2.0]", "{a}.powf_scalar(2.0)", "torch.pow({a}, 2.0)"),
+    ),
+)
+
+
+def powf(a: Array, b: Array, /) -> tuple[Array, Operands]:
+    """`self ** other` elementwise with broadcasting (flex's `float_powf`, Rust's `powf`).
+
+    burn-autodiff's `float_powf` rule: `g * (x^(y-1) * y)` for self and `g * (x^y * ln(x))`
+    for the exponent, both recomputing the powers. `powi(int tensor)` is this op with the
+    exponents cast to floats (burn-backend's default `float_powi`).
+
+    PyTorch difference: at a zero base the rule gives NaN (`inf * 0`, `0 * -inf`) where torch
+    masks the gradient to 0.
+    """
+    return np.power(a, b), Operands(a, b)
+
+
+def powf_backward(s: Operands, g: Array, tracked: Tracked) -> tuple[Grad, Grad]:
+    x, y = s.a, s.b
+    pa, pb = tracked
+    one = x.dtype.type(1)
+    ga = unbroadcast(g * (np.power(x, y - one) * y), x.shape) if pa is not None else None
+    gb = unbroadcast(g * (np.power(x, y) * np.log(x)), y.shape) if pb is not None else None
+    return ga, gb
+
+
+POWF = differentiable(
+    "powf",
+    powf,
+    powf_backward,
+    checks=(
+        binary(
+            "powf",
+            "{a}.powf({b})",
+            "torch.pow({a}, {b})",
+            a_domain="positive",
+            diverges=(
+                Diverges(
+                    "*/*/specials/vjp.*",
+                    "powf's gradient at a zero or infinite base: burn's x^(y-1) * y and "
+                    "x^y * ln(x) give inf * 0 or 0 * -inf = NaN; torch masks x == 0 to a zero "
+                    "gradient (harness.engine.ops.elementwise.powf)",
+                    facts.ENGINE_NONFINITE,
+                ),
+            ),
+        ),
+        Check(
+            "powi",
+            "{a}.powi({i})",
+            "torch.pow({a}, {i})",
+            (Input("a", FLOAT, "positive"), Input("i", INT)),
+            menu(("3x2", [(3, 2), (3, 2)]), ("bcast", [(3, 2), (1, 2)])),
+            diverges=(
+                # The exponents are drawn per cell: float64's draws put 0 on the zeros.
+                Diverges(
+                    "float64/*/specials/vjp.a",
+                    "powi with exponent 0 at a zero base: burn's powf rule 0^(0-1) * 0 is "
+                    "inf * 0 = NaN; torch gives 0 (harness.engine.ops.elementwise.powf)",
+                    facts.ENGINE_NONFINITE,
+                ),
+            ),
         ),
     ),
 )

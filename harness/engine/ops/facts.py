@@ -26,7 +26,8 @@ import numpy as np
 # Input kinds: "float" (differentiable, the matrix dtype), "bool" (mask), "index" (int64 within
 # the indexed dim of the first input), "int" (int64 values). Domains restrict float draws.
 FLOAT, BOOL, INDEX, INT = "float", "bool", "index", "int"
-DOMAINS = ("any", "positive", "nonzero", "grid")
+# "unit": inside (-1, 1) (asin, acos, atanh); "above_one": above 1 (acosh).
+DOMAINS = ("any", "positive", "nonzero", "grid", "unit", "above_one")
 
 
 @dataclass(frozen=True)

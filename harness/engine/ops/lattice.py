@@ -252,11 +252,11 @@ def max_pair_backward(s: MaskedPair, g: Array, tracked: Tracked) -> tuple[Grad, 
     return mask_where_backward(s, g, tracked)
 
 
-_TIE = Condition.only_where(
+HALVED_TIE = Condition.only_where(
     "torch halves a tie's gradient (the engine gives it all to self)", lambda t, e: 2 * t == e
 )
-_ALL_TO_SELF = Condition.only_where("the engine's value is 0 (a tie or a NaN)", lambda t, e: e == 0)
-_NAN_OTHER = Condition.only_where(
+ALL_TO_SELF = Condition.only_where("the engine's value is 0 (a tie or a NaN)", lambda t, e: e == 0)
+NAN_OTHER = Condition.only_where(
     "torch is NaN and the engine is not (other is NaN)", lambda t, e: np.isnan(t) & ~np.isnan(e)
 )
 
@@ -279,19 +279,19 @@ MAX_PAIR = differentiable(
                     "*/*/random/vjp.a",
                     "burn's max_pair is mask_where(lower): at a tie the whole gradient goes to "
                     "self; torch.maximum gives half to each",
-                    _TIE,
+                    HALVED_TIE,
                 ),
                 Diverges(
                     "*/*/*/vjp.b",
                     "burn's max_pair is mask_where(lower): other gets no gradient at a tie or "
                     "where either is NaN; torch gives it half at a tie, all at a NaN",
-                    _ALL_TO_SELF,
+                    ALL_TO_SELF,
                 ),
                 Diverges(
                     "*/*/specials/forward",
                     "burn's max_pair keeps self where other is NaN (the comparison is false); "
                     "torch.maximum propagates the NaN",
-                    _NAN_OTHER,
+                    NAN_OTHER,
                 ),
             ),
             # Not fuzzed, as max() is not (harness.ops.fuzz): the fuzzer's values sit on a 1/4

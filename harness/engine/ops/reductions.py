@@ -268,6 +268,25 @@ MIN_DIM = differentiable(
             "tuple(torch.min({a}, {dim}, keepdim=True))",
             kinks=TIE_KINKS,
         ),
+        # min() is reshape([-1]) then min_dim(0) (burn-backend's default `float_min`).
+        unary(
+            "min",
+            "{a}.min()",
+            "torch.min({a})",
+            shapes=UNARY_NONEMPTY,
+            kinks=TIE_KINKS,
+            diverges=(
+                _RANK,
+                Diverges(
+                    "*/*/kinks/vjp.a",
+                    "full min() on ties: burn sends the whole gradient to the first minimum "
+                    "(min_dim indices); torch's min() without dim splits it evenly among the "
+                    "tied minima",
+                    facts.SAME_TOTAL,
+                ),
+            ),
+            **TO_ONE,
+        ),
     ),
 )
 
