@@ -140,7 +140,7 @@ class _Workspace:
         self.tmp = np.empty(size, itype)
         self.mask = np.empty(size, bool)
         self.mask2 = np.empty(size, bool)
-        self.keys = np.empty(size, np.uint16)
+        self.keys = np.empty(size + 1, np.uint8)  # one spare: Log2Histogram pads odd counts
         self.as_f32 = np.empty(size, np.float32)
 
 

@@ -30,9 +30,14 @@ _STRUCT_CODE = {"float16": "e", "float32": "f", "float64": "d"}
 
 HIST_LEN = 66  # buckets 0..65 cover any float64 distance (< 2**65)
 _FEW_BUCKETS = 4  # up to this many buckets above 0, one comparison pass per bucket is cheapest
+_PAIRS_FROM = 4096  # from this many distances on, count bucket keys two at a time
 _POW2_U64 = np.array([1 << k for k in range(64)], dtype=np.uint64)
-# float32 / float64 exponent bias -> biased exponents of 2**0, 2**1, ...: the bucket edges
-_EDGES = {bias: np.arange(bias, bias + 64, dtype=np.uint16) for bias in (127, 1023)}
+# float kind -> (the float exactly holding every distance below its limit, the view of its bits,
+# mantissa bits, exponent bias, the key slot standing for distance 0: above every bucket used)
+_EXACT_FLOAT = {
+    "float32": (np.float32, np.uint32, 23, 127, 31),  # distances < 2**24: buckets 1..24
+    "float64": (np.float64, np.uint64, 52, 1023, 63),  # distances < 2**53: buckets 1..53
+}
 
 
 def ordered_int(x: float, dtype: str = "float64") -> int:
@@ -94,12 +99,14 @@ class Log2Histogram:
     """Counts of ULP distances in log2 buckets: 0, then ``[2**(k-1), 2**k)`` for k >= 1.
 
     ``add`` takes the distances of one chunk with their maximum and scratch buffers of at
-    least the chunk's size (``mask`` bool, ``keys`` uint16, ``as_f32`` float32), so a chunk
-    costs no allocation on the common paths. Counts are Python ints: a chunk adds a few.
+    least the chunk's size (``mask`` bool, ``keys`` uint8 with one spare element, ``as_f32``
+    float32), so a chunk costs no chunk-sized allocation on the common paths. No path sorts:
+    sorting is fast only where NumPy has SIMD sorting for the key type (AVX-512 for 16-bit
+    keys), so its cost would depend on the CPU.
     """
 
     def __init__(self) -> None:
-        self.counts = [0] * HIST_LEN
+        self.counts = np.zeros(HIST_LEN, np.int64)
         self.used = 0  # buckets 0..used-1 may be non-zero; bucket used-1 is
 
     def add(self, dist: np.ndarray, dist_max: int, mask, keys, as_f32) -> None:
@@ -111,16 +118,12 @@ class Log2Histogram:
             self.counts[0] += m
         elif top <= _FEW_BUCKETS:
             self._by_thresholds(dist, top, mask[:m])
-        elif dist_max < 2**24:  # exact in float32
-            np.copyto(as_f32[:m], dist, casting="unsafe")
-            self._by_sorted_exponents(as_f32[:m].view(np.int32), 23, 127, top, keys[:m])
-        elif dist_max < 2**53:  # exact in float64
-            as_f64 = dist.astype(np.float64)
-            self._by_sorted_exponents(as_f64.view(np.int64), 52, 1023, top, keys[:m])
+        elif dist_max < 2**53:
+            kind = "float32" if dist_max < 2**24 else "float64"
+            self._by_exponents(dist, kind, keys[: m + 1], as_f32[:m])
         else:
             buckets = np.searchsorted(_POW2_U64, dist.view(np.uint64), side="right")
-            for k, count in enumerate(np.bincount(buckets, minlength=top + 1).tolist()):
-                self.counts[k] += count
+            self.counts[: top + 1] += np.bincount(buckets, minlength=top + 1)
 
     def add_zeros(self, m: int) -> None:
         """Count ``m`` pairs that are 0 ULP apart."""
@@ -129,7 +132,7 @@ class Log2Histogram:
 
     def trimmed(self) -> tuple[int, ...]:
         """The counts, trailing empty buckets dropped."""
-        return tuple(self.counts[: self.used])
+        return tuple(self.counts[: self.used].tolist())
 
     def _by_thresholds(self, dist: np.ndarray, top: int, mask: np.ndarray) -> None:
         below = dist.size  # elements with distance >= 2**(k-2), starting from all
@@ -139,17 +142,44 @@ class Log2Histogram:
             below = at_least
         self.counts[top] += below
 
-    def _by_sorted_exponents(self, float_bits, mantissa: int, bias: int, top: int, keys) -> None:
-        """Bucket by the biased exponents of exact floats of the distances (0 for 0).
+    def _by_exponents(self, dist: np.ndarray, kind: str, keys, as_f32) -> None:
+        """Bucket by the exponent of each distance converted to a float that holds it exactly.
 
-        The exponents are sorted and each bucket edge is one bisection. np.bincount would be
-        simpler but increments one counter per element, a serial chain when most elements
-        share a few buckets: several times slower than sorting these few distinct keys.
+        A distance d >= 1 has biased exponent ``bias + k - 1`` where k is its bucket, so
+        ``exponent - (bias - 1)`` is the bucket; d = 0 has exponent 0, which that subtraction
+        wraps to a large value, clipped to the slot ``zero`` (a bucket no distance reaches).
         """
-        np.right_shift(float_bits, mantissa, out=keys, casting="unsafe")
-        keys.sort()
-        below = np.searchsorted(keys, _EDGES[bias][:top]).tolist()  # how many d < 2**j
-        previous = 0
-        for k, count in enumerate([*below, keys.size]):
-            self.counts[k] += count - previous
-            previous = count
+        ftype, bits, mantissa, bias, zero = _EXACT_FLOAT[kind]
+        m = dist.size
+        floats = as_f32 if kind == "float32" else np.empty(m, ftype)
+        np.copyto(floats, dist, casting="unsafe")  # exact: every distance fits the mantissa
+        # float32 exponents fit the uint8 keys at once; float64 ones are narrowed once clipped
+        exponent = keys[:m] if kind == "float32" else floats.view(bits)
+        np.right_shift(floats.view(bits), mantissa, out=exponent, casting="unsafe")
+        np.subtract(exponent, bias - 1, out=exponent)  # unsigned: 0 wraps to above `zero`
+        np.minimum(exponent, zero, out=exponent)
+        if kind != "float32":
+            np.copyto(keys[:m], exponent, casting="unsafe")
+        per_key = _count_keys(keys, m, zero + 1)
+        self.counts[0] += per_key[zero]
+        self.counts[1:zero] += per_key[1:zero]
+
+
+def _count_keys(keys: np.ndarray, m: int, slots: int) -> np.ndarray:
+    """How often each value below ``slots`` (<= 256) occurs in ``keys[:m]``; a bincount.
+
+    np.bincount is one scalar increment per element; from ``_PAIRS_FROM`` elements on, the
+    keys are counted two at a time, as the 16-bit values ``low + 256 * high`` of adjacent
+    pairs (``keys[m]`` is the spare that pads an odd count), and the pair counts are summed
+    back per key: half the increments for a small fold. Both orders of a pair's bytes fold
+    the same way, so the machine's byte order does not matter.
+    """
+    if m < _PAIRS_FROM:
+        return np.bincount(keys[:m], minlength=slots)
+    padded = m + (m & 1)
+    keys[m] = 0  # the pad, taken off again below
+    pairs = np.bincount(keys[:padded].view(np.uint16), minlength=256 * slots)
+    grid = pairs[: 256 * slots].reshape(slots, 256)[:, :slots]
+    per_key = grid.sum(axis=0) + grid.sum(axis=1)
+    per_key[0] -= padded - m
+    return per_key

@@ -1,0 +1,150 @@
+"""The log2 ULP histogram against a brute-force reference, on adversarial inputs.
+
+The reference is pure Python: each finite pair's distance from the IEEE bit layout (the
+ordered-integer images of the two bit patterns, written out here again rather than taken
+from ``harness.ulp``), bucketed by ``int.bit_length``. Inputs mix NaN payloads, infinities,
+signed zeros, subnormals, the extremes and random bit patterns, for float16/32/64, at sizes
+on both sides of each counting path (thresholds, single and paired key counts, odd and even
+counts, several chunks).
+"""
+
+import numpy as np
+import pytest
+
+from harness.diff import diff_arrays
+from harness.diff_stats import float_stats
+from harness.tolerances import Tolerance
+from harness.ulp import _PAIRS_FROM, HIST_LEN, Log2Histogram, _count_keys
+
+LOOSE = Tolerance(1e300)
+WIDTH = {np.float16: 16, np.float32: 32, np.float64: 64}
+UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def reference_histogram(distances) -> tuple[int, ...]:
+    counts = [0] * HIST_LEN
+    for d in distances:
+        counts[int(d).bit_length()] += 1
+    while counts and counts[-1] == 0:
+        counts.pop()
+    return tuple(counts)
+
+
+def ordered(bits: int, width: int) -> int:
+    magnitude = bits & ((1 << (width - 1)) - 1)
+    return -magnitude if bits >> (width - 1) else magnitude
+
+
+def finite_distances(a: np.ndarray, b: np.ndarray) -> list[int]:
+    width = WIDTH[a.dtype.type]
+    out = []
+    for x, y, bx, by in zip(
+        a.tolist(), b.tolist(), a.view(UINT[width]).tolist(), b.view(UINT[width]).tolist()
+    ):
+        if np.isfinite(x) and np.isfinite(y):
+            out.append(abs(ordered(bx, width) - ordered(by, width)))
+    return out
+
+
+def specials(dtype) -> np.ndarray:
+    info = np.finfo(dtype)
+    tiny = np.nextafter(dtype(0), dtype(1))
+    width = WIDTH[dtype]
+    nan_payload = np.array([(1 << (width - 1)) - 1], UINT[width]).view(dtype)[0]
+    values = [0.0, -0.0, tiny, -tiny, 3 * tiny, info.smallest_normal, -info.smallest_normal]
+    values += [info.max, -info.max, np.inf, -np.inf, np.nan, 1.0, -1.0, info.eps, 2.0]
+    return np.array([*values, nan_payload], dtype)
+
+
+def adversarial_pair(dtype, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random bit patterns, near neighbours and specials, paired every which way."""
+    rng = np.random.default_rng(seed)
+    width = WIDTH[dtype]
+    raw = rng.integers(0, 1 << width, size=(2, n), dtype=UINT[width], endpoint=False)
+    a, b = raw[0].view(dtype).copy(), raw[1].view(dtype).copy()
+    near = rng.random(n) < 0.5  # b a few ULP from a: small buckets alongside huge ones
+    steps = rng.integers(-40, 41, n).astype(UINT[width])  # negative steps wrap: unsigned
+    b[near] = (a.view(UINT[width]) + steps)[near].view(dtype)
+    pool = specials(dtype)
+    for side in (a, b):
+        spots = rng.random(n) < 0.15
+        side[spots] = rng.choice(pool, int(spots.sum()))
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 2, 7, _PAIRS_FROM - 1, _PAIRS_FROM, _PAIRS_FROM + 1, 20_001])
+def test_histogram_matches_brute_force(dtype, n):
+    a, b = adversarial_pair(dtype, n, seed=n)
+    distances = finite_distances(a, b)
+    row = diff_arrays(a, b, LOOSE)
+    assert row.ulp_histogram == reference_histogram(distances)
+    assert row.max_ulp == (max(distances) if distances else None)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("chunk", [1, 3, 1024, _PAIRS_FROM + 1])
+def test_histogram_is_the_same_whatever_the_chunking(dtype, chunk):
+    a, b = adversarial_pair(dtype, 9_001, seed=chunk)
+    fields = float_stats(a, b, LOOSE, chunk)
+    assert fields["ulp_histogram"] == reference_histogram(finite_distances(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_same_sign_neighbours_only(dtype):
+    """Distances of a few ULP on both sides of zero: the paths that never widen."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(30_000).astype(dtype)
+    b = (a * (1 + rng.standard_normal(a.size) * 1e-6)).astype(dtype)
+    assert diff_arrays(a, b, LOOSE).ulp_histogram == reference_histogram(finite_distances(a, b))
+
+
+def edge_distances() -> list[int]:
+    """Each bucket edge and its neighbours, up to the largest uint64."""
+    out = [0, 1, 2, 3]
+    for k in range(2, 65):
+        out += [(1 << k) - 1, 1 << k, (1 << k) + 1]
+    return [d for d in out if d < 1 << 64]
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64, np.uint64])
+@pytest.mark.parametrize("n", [5, _PAIRS_FROM - 1, _PAIRS_FROM + 2])
+def test_add_buckets_every_edge(dtype, n):
+    """Log2Histogram.add straight on distances: the float32 / float64 / uint64 cut-overs."""
+    limit = np.iinfo(dtype).max
+    pool = np.array([d for d in edge_distances() if d <= limit], dtype)
+    rng = np.random.default_rng(n)
+    for cap in (2**4, 2**24, 2**53, None):  # maximum below each path's limit, then anything
+        chosen = pool if cap is None else pool[pool < cap]
+        dist = rng.choice(chosen, n)
+        dist[0] = chosen.max()
+        hist = Log2Histogram()
+        m = dist.size
+        hist.add(
+            dist,
+            int(dist.max()),
+            np.empty(m, bool),
+            np.empty(m + 1, np.uint8),
+            np.empty(m, np.float32),
+        )
+        assert hist.trimmed() == reference_histogram(dist.tolist()), (dtype, cap)
+
+
+def test_counts_accumulate_over_calls():
+    hist = Log2Histogram()
+    for dist in ([0, 0, 1], [2**30, 5], [2**60 + 3]):
+        d = np.array(dist, np.uint64)
+        hist.add(d, int(d.max()), np.empty(3, bool), np.empty(4, np.uint8), np.empty(3, np.float32))
+    hist.add_zeros(4)
+    assert hist.trimmed() == reference_histogram([0, 0, 1, 2**30, 5, 2**60 + 3, 0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("m", [0, 1, _PAIRS_FROM - 1, _PAIRS_FROM, _PAIRS_FROM + 1, 3 * _PAIRS_FROM])
+def test_count_keys_is_a_bincount(m):
+    """Single or paired counting, odd or even count: np.bincount's answer, slot 0 included."""
+    rng = np.random.default_rng(m)
+    keys = np.empty(m + 1, np.uint8)
+    keys[:m] = rng.integers(0, 64, m)
+    keys[m] = 7  # the spare holds junk; it must not be counted
+    expected = np.bincount(keys[:m], minlength=64)
+    assert _count_keys(keys, m, 64).tolist() == expected.tolist()
