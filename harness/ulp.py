@@ -32,11 +32,11 @@ HIST_LEN = 66  # buckets 0..65 cover any float64 distance (< 2**65)
 _FEW_BUCKETS = 4  # up to this many buckets above 0, one comparison pass per bucket is cheapest
 _PAIRS_FROM = 4096  # from this many distances on, count bucket keys two at a time
 _POW2_U64 = np.array([1 << k for k in range(64)], dtype=np.uint64)
-# float kind -> (the float exactly holding every distance below its limit, the view of its bits,
-# mantissa bits, exponent bias, the key slot standing for distance 0: above every bucket used)
+# float kind -> (float type, its bits, mantissa bits, exponent bias, log2 of the distance limit):
+# every distance d below the limit has d + 0.5 exact, so the exponent of d + 0.5 is d's bucket
 _EXACT_FLOAT = {
-    "float32": (np.float32, np.uint32, 23, 127, 31),  # distances < 2**24: buckets 1..24
-    "float64": (np.float64, np.uint64, 52, 1023, 63),  # distances < 2**53: buckets 1..53
+    "float32": (np.float32, np.uint32, 23, 127, 23),
+    "float64": (np.float64, np.uint64, 52, 1023, 52),
 }
 
 
@@ -118,8 +118,8 @@ class Log2Histogram:
             self.counts[0] += m
         elif top <= _FEW_BUCKETS:
             self._by_thresholds(dist, top, mask[:m])
-        elif dist_max < 2**53:
-            kind = "float32" if dist_max < 2**24 else "float64"
+        elif dist_max < 2 ** _EXACT_FLOAT["float64"][4]:
+            kind = "float32" if dist_max < 2 ** _EXACT_FLOAT["float32"][4] else "float64"
             self._by_exponents(dist, kind, keys[: m + 1], as_f32[:m])
         else:
             buckets = np.searchsorted(_POW2_U64, dist.view(np.uint64), side="right")
@@ -143,26 +143,23 @@ class Log2Histogram:
         self.counts[top] += below
 
     def _by_exponents(self, dist: np.ndarray, kind: str, keys, as_f32) -> None:
-        """Bucket by the exponent of each distance converted to a float that holds it exactly.
+        """Bucket by the exponent of ``d + 0.5``, exact in the float ``kind``.
 
-        A distance d >= 1 has biased exponent ``bias + k - 1`` where k is its bucket, so
-        ``exponent - (bias - 1)`` is the bucket; d = 0 has exponent 0, which that subtraction
-        wraps to a large value, clipped to the slot ``zero`` (a bucket no distance reaches).
+        ``d + 0.5`` lies in ``[2**(k-1), 2**k)`` exactly when d is in bucket k (0.5 for d = 0,
+        bucket 0), so its biased exponent minus ``bias - 1`` is the bucket itself.
         """
-        ftype, bits, mantissa, bias, zero = _EXACT_FLOAT[kind]
+        ftype, bits, mantissa, bias, limit = _EXACT_FLOAT[kind]
         m = dist.size
         floats = as_f32 if kind == "float32" else np.empty(m, ftype)
-        np.copyto(floats, dist, casting="unsafe")  # exact: every distance fits the mantissa
-        # float32 exponents fit the uint8 keys at once; float64 ones are narrowed once clipped
+        np.copyto(floats, dist, casting="unsafe")  # exact: below the limit
+        np.add(floats, ftype(0.5), out=floats)
+        # float32 exponents fit the uint8 keys at once; float64 ones are narrowed after
         exponent = keys[:m] if kind == "float32" else floats.view(bits)
         np.right_shift(floats.view(bits), mantissa, out=exponent, casting="unsafe")
-        np.subtract(exponent, bias - 1, out=exponent)  # unsigned: 0 wraps to above `zero`
-        np.minimum(exponent, zero, out=exponent)
+        np.subtract(exponent, bias - 1, out=exponent)
         if kind != "float32":
             np.copyto(keys[:m], exponent, casting="unsafe")
-        per_key = _count_keys(keys, m, zero + 1)
-        self.counts[0] += per_key[zero]
-        self.counts[1:zero] += per_key[1:zero]
+        self.counts[: limit + 1] += _count_keys(keys, m, limit + 1)
 
 
 def _count_keys(keys: np.ndarray, m: int, slots: int) -> np.ndarray:

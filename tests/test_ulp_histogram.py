@@ -114,7 +114,7 @@ def test_add_buckets_every_edge(dtype, n):
     limit = np.iinfo(dtype).max
     pool = np.array([d for d in edge_distances() if d <= limit], dtype)
     rng = np.random.default_rng(n)
-    for cap in (2**4, 2**24, 2**53, None):  # maximum below each path's limit, then anything
+    for cap in (2**4, 2**23, 2**24, 2**52, 2**53, None):  # each path, each side of its limit
         chosen = pool if cap is None else pool[pool < cap]
         dist = rng.choice(chosen, n)
         dist[0] = chosen.max()
