@@ -38,9 +38,8 @@ def ordered(bits: int, width: int) -> int:
 def finite_distances(a: np.ndarray, b: np.ndarray) -> list[int]:
     width = WIDTH[a.dtype.type]
     out = []
-    for x, y, bx, by in zip(
-        a.tolist(), b.tolist(), a.view(UINT[width]).tolist(), b.view(UINT[width]).tolist()
-    ):
+    bits_a, bits_b = a.view(UINT[width]).tolist(), b.view(UINT[width]).tolist()
+    for x, y, bx, by in zip(a.tolist(), b.tolist(), bits_a, bits_b, strict=True):
         if np.isfinite(x) and np.isfinite(y):
             out.append(abs(ordered(bx, width) - ordered(by, width)))
     return out
@@ -139,7 +138,9 @@ def test_counts_accumulate_over_calls():
     assert hist.trimmed() == reference_histogram([0, 0, 1, 2**30, 5, 2**60 + 3, 0, 0, 0, 0])
 
 
-@pytest.mark.parametrize("m", [0, 1, _PAIRS_FROM - 1, _PAIRS_FROM, _PAIRS_FROM + 1, 3 * _PAIRS_FROM])
+@pytest.mark.parametrize(
+    "m", [0, 1, _PAIRS_FROM - 1, _PAIRS_FROM, _PAIRS_FROM + 1, 3 * _PAIRS_FROM]
+)
 def test_count_keys_is_a_bincount(m):
     """Single or paired counting, odd or even count: np.bincount's answer, slot 0 included."""
     rng = np.random.default_rng(m)
