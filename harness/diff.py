@@ -60,7 +60,7 @@ __all__ = [
     "value_dtype",
 ]
 
-CHUNK = 1 << 16  # elements per pass step: big enough to amortise ufunc calls, small for L2
+CHUNK = 1 << 15  # elements per pass step: big enough to amortise ufunc calls, small for L2
 
 
 class RowStatus(StrEnum):

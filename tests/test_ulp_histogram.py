@@ -149,3 +149,55 @@ def test_count_keys_is_a_bincount(m):
     keys[m] = 7  # the spare holds junk; it must not be counted
     expected = np.bincount(keys[:m], minlength=64)
     assert _count_keys(keys, m, 64).tolist() == expected.tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# The other per-tensor statistics of the same pass, against the plain NumPy formulas: the pass
+# finds the largest |a - b| from the signed differences' argmax / argmin and max_rel from the
+# signed quotients, with no |a - b| or |b| array.
+
+
+def reference_row(a: np.ndarray, b: np.ndarray, tol: Tolerance) -> dict:
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(a) & np.isfinite(b)
+        absdiff = np.abs(a - b)  # in the inputs' dtype, as torch.isclose
+        nan_bad = np.isnan(a) ^ np.isnan(b)
+        inf_bad = ~finite & ~np.isnan(a) & ~np.isnan(b) & ~(a == b)
+        bad = nan_bad | inf_bad
+        rel = absdiff[finite] / np.abs(b[finite])
+        limit = np.abs(b) * a.dtype.type(tol.rtol) + a.dtype.type(tol.atol)
+    masked = np.where(finite, absdiff, -1)
+    worst = int(np.flatnonzero(bad)[0]) if bad.any() else int(np.argmax(masked))
+    return {
+        "worst_index": worst,
+        "max_rel": max(0.0, float(np.fmax.reduce(rel))) if rel.size else 0.0,
+        "mismatches": int(np.count_nonzero(finite & (absdiff > limit)) + bad.sum()),
+    }
+
+
+def tied_pair(dtype, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Few distinct values: many pairs share the largest |a - b|, with either sign."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-3, 4, n).astype(dtype)
+    return a, rng.integers(-3, 4, n).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("make", [adversarial_pair, tied_pair])
+@pytest.mark.parametrize("n", [2, 9, 5_000])
+def test_worst_index_max_rel_and_mismatches_match_numpy(dtype, make, n):
+    a, b = make(dtype, n, seed=n)
+    tol = Tolerance(1e-3, 1e-2)
+    for chunk in (n, 3):
+        fields = float_stats(a, b, tol, chunk)
+        expected = reference_row(a, b, tol)
+        assert fields["worst_index"] == (expected["worst_index"],), chunk
+        assert fields["max_rel"] == expected["max_rel"], chunk
+        assert fields["mismatches"] == expected["mismatches"], chunk
+
+
+def test_ties_of_either_sign_keep_the_first_occurrence():
+    b = np.zeros(5, np.float32)
+    for a, first in (([1, 3, -3, 3, 0], 1), ([1, -3, 3, -3, 0], 1), ([-0.0, 0.0, 0, 0, 0], 0)):
+        row = diff_arrays(np.array(a, np.float32), b, LOOSE)
+        assert row.worst_index == (first,), a
