@@ -190,9 +190,9 @@ class _FloatScan:
         m, ws = ca.size, self.ws
         bits_a, bits_b = ca.view(self.itype), cb.view(self.itype)
         signs = np.bitwise_xor(bits_a, bits_b, out=ws.signs[:m])
-        opposite = int(signs.min()) < 0  # some pair has different sign bits
+        opposite = int_min(signs) < 0  # some pair has different sign bits
         if self.bit_identical:
-            self.bit_identical = not opposite and int(signs.max()) == 0
+            self.bit_identical = not opposite and int_max(signs) == 0
             if self.bit_identical and self._identical_finite(start, ca):
                 return
         diff = np.subtract(ca, cb, out=ws.diff[:m])
@@ -213,7 +213,7 @@ class _FloatScan:
             dist = narrow_distance(bits_a, bits_b, self.mag_mask, ws.dist[:m], ws.tmp[:m])
         else:
             dist = wide_distance(bits_a, bits_b, self.mag_mask)
-        dist_max = int(dist.max())
+        dist_max = int_max(dist)
         if improved:
             self.best_ulp = int(dist[k])
         self.max_ulp = max(self.max_ulp, dist_max)
@@ -297,6 +297,17 @@ class _FloatScan:
                 best_a, best_b = value_at(a, self.best_index), value_at(b, self.best_index)
             fields["max_abs"] = abs(best_a - best_b)
         return fields
+
+
+def int_max(x: np.ndarray) -> int:
+    """``int(x.max())`` of an integer array: ``argmax`` skips the reduction machinery (half
+    the time of ``max`` at 1e3 elements, less at 3e4)."""
+    return int(x[x.argmax()])
+
+
+def int_min(x: np.ndarray) -> int:
+    """``int(x.min())`` of an integer array, as :func:`int_max`."""
+    return int(x[x.argmin()])
 
 
 def largest_magnitude(diff: np.ndarray) -> tuple[int, float]:
