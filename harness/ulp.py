@@ -35,8 +35,8 @@ _POW2_U64 = np.array([1 << k for k in range(64)], dtype=np.uint64)
 # float kind -> (float type, its bits, mantissa bits, exponent bias, log2 of the distance limit):
 # every distance d below the limit has d + 0.5 exact, so the exponent of d + 0.5 is d's bucket
 _EXACT_FLOAT = {
-    "float32": (np.float32, np.uint32, 23, 127, 23),
-    "float64": (np.float64, np.uint64, 52, 1023, 52),
+    "float32": (np.float32, np.int32, 23, 127, 23),
+    "float64": (np.float64, np.int64, 52, 1023, 52),
 }
 
 
@@ -146,33 +146,31 @@ class Log2Histogram:
         """Bucket by the exponent of ``d + 0.5``, exact in the float ``kind``.
 
         ``d + 0.5`` lies in ``[2**(k-1), 2**k)`` exactly when d is in bucket k (0.5 for d = 0,
-        bucket 0), so its biased exponent minus ``bias - 1`` is the bucket itself.
+        bucket 0), so its biased exponent is ``bias - 1 + k``. A few distances have their
+        exponents counted as they are; more are narrowed to uint8 buckets, counted in pairs.
         """
         ftype, bits, mantissa, bias, limit = _EXACT_FLOAT[kind]
         m = dist.size
         floats = as_f32 if kind == "float32" else np.empty(m, ftype)
         np.copyto(floats, dist, casting="unsafe")  # exact: below the limit
         np.add(floats, ftype(0.5), out=floats)
-        # float32 exponents fit the uint8 keys at once; float64 ones are narrowed after
-        exponent = keys[:m] if kind == "float32" else floats.view(bits)
-        np.right_shift(floats.view(bits), mantissa, out=exponent, casting="unsafe")
-        np.subtract(exponent, bias - 1, out=exponent)
-        if kind != "float32":
-            np.copyto(keys[:m], exponent, casting="unsafe")
-        self.counts[: limit + 1] += _count_keys(keys, m, limit + 1)
+        exponent = np.right_shift(floats.view(bits), mantissa, out=floats.view(bits))
+        if m < _PAIRS_FROM:
+            per_exponent = np.bincount(exponent, minlength=bias + limit)
+            self.counts[: limit + 1] += per_exponent[bias - 1 :]
+        else:
+            np.subtract(exponent, bias - 1, out=keys[:m], casting="unsafe")
+            self.counts[: limit + 1] += _count_pairs(keys, m, limit + 1)
 
 
-def _count_keys(keys: np.ndarray, m: int, slots: int) -> np.ndarray:
-    """How often each value below ``slots`` (<= 256) occurs in ``keys[:m]``; a bincount.
+def _count_pairs(keys: np.ndarray, m: int, slots: int) -> np.ndarray:
+    """How often each value below ``slots`` (<= 256) occurs in ``keys[:m]``, two at a time.
 
-    np.bincount is one scalar increment per element; from ``_PAIRS_FROM`` elements on, the
-    keys are counted two at a time, as the 16-bit values ``low + 256 * high`` of adjacent
-    pairs (``keys[m]`` is the spare that pads an odd count), and the pair counts are summed
-    back per key: half the increments for a small fold. Both orders of a pair's bytes fold
-    the same way, so the machine's byte order does not matter.
+    np.bincount is one scalar increment per element; here the increments are for the 16-bit
+    values ``low + 256 * high`` of adjacent pairs (``keys[m]`` is the spare that pads an odd
+    count), and the pair counts are summed back per key: half the increments for a small
+    fold. Both orders of a pair's bytes fold the same way, so byte order does not matter.
     """
-    if m < _PAIRS_FROM:
-        return np.bincount(keys[:m], minlength=slots)
     padded = m + (m & 1)
     keys[m] = 0  # the pad, taken off again below
     pairs = np.bincount(keys[:padded].view(np.uint16), minlength=256 * slots)

@@ -14,7 +14,7 @@ import pytest
 from harness.diff import diff_arrays
 from harness.diff_stats import float_stats
 from harness.tolerances import Tolerance
-from harness.ulp import _PAIRS_FROM, HIST_LEN, Log2Histogram, _count_keys
+from harness.ulp import _PAIRS_FROM, HIST_LEN, Log2Histogram, _count_pairs
 
 LOOSE = Tolerance(1e300)
 WIDTH = {np.float16: 16, np.float32: 32, np.float64: 64}
@@ -141,14 +141,14 @@ def test_counts_accumulate_over_calls():
 @pytest.mark.parametrize(
     "m", [0, 1, _PAIRS_FROM - 1, _PAIRS_FROM, _PAIRS_FROM + 1, 3 * _PAIRS_FROM]
 )
-def test_count_keys_is_a_bincount(m):
-    """Single or paired counting, odd or even count: np.bincount's answer, slot 0 included."""
+def test_count_pairs_is_a_bincount(m):
+    """Odd or even count: np.bincount's answer, slot 0 included."""
     rng = np.random.default_rng(m)
     keys = np.empty(m + 1, np.uint8)
     keys[:m] = rng.integers(0, 64, m)
     keys[m] = 7  # the spare holds junk; it must not be counted
     expected = np.bincount(keys[:m], minlength=64)
-    assert _count_keys(keys, m, 64).tolist() == expected.tolist()
+    assert _count_pairs(keys, m, 64).tolist() == expected.tolist()
 
 
 # ---------------------------------------------------------------------------------------------
