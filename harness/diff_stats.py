@@ -208,7 +208,7 @@ class _FloatScan:
         if improved:
             self.best_abs, self.best_index = worst, start + (k if index is None else int(index[k]))
         if not opposite:
-            dist = same_sign_distance(bits_a, bits_b, ws.dist[:m])
+            dist = same_sign_distance(bits_a, bits_b, ws.signs[:m])  # signs are spent: reuse
         elif worst < 2.0:
             dist = narrow_distance(bits_a, bits_b, self.mag_mask, ws.dist[:m], ws.tmp[:m])
         else:
