@@ -29,7 +29,8 @@ FLOAT_LAYOUT = {
 _STRUCT_CODE = {"float16": "e", "float32": "f", "float64": "d"}
 
 HIST_LEN = 66  # buckets 0..65 cover any float64 distance (< 2**65)
-_FEW_BUCKETS = 4  # up to this many buckets above 0, one comparison pass per bucket is cheapest
+_FEW_BUCKETS = 8  # up to this many buckets above 0, one comparison pass per bucket is cheapest
+# (measured at 2**15 distances: about 5 us a bucket, against 50-70 us for the exponent counting)
 _PAIRS_FROM = 4096  # from this many distances on, count bucket keys two at a time
 _POW2_U64 = np.array([1 << k for k in range(64)], dtype=np.uint64)
 # float kind -> (float type, its bits, mantissa bits, exponent bias, log2 of the distance limit):
