@@ -33,11 +33,11 @@ _FEW_BUCKETS = 8  # up to this many buckets above 0, one comparison pass per buc
 # (measured at 2**15 distances: about 5 us a bucket, against 50-70 us for the exponent counting)
 _PAIRS_FROM = 4096  # from this many distances on, count bucket keys two at a time
 _POW2_U64 = np.array([1 << k for k in range(64)], dtype=np.uint64)
-# float kind -> (float type, its bits, mantissa bits, exponent bias, log2 of the distance limit):
-# every distance d below the limit has d + 0.5 exact, so the exponent of d + 0.5 is d's bucket
+# float kind -> (float type, its bits, mantissa bits, exponent bias, log2 of the distance limit,
+# one half): every distance d below the limit has d + 0.5 exact, and its exponent is d's bucket
 _EXACT_FLOAT = {
-    "float32": (np.float32, np.int32, 23, 127, 23),
-    "float64": (np.float64, np.int64, 52, 1023, 52),
+    "float32": (np.float32, np.int32, 23, 127, 23, np.float32(0.5)),
+    "float64": (np.float64, np.int64, 52, 1023, 52, np.float64(0.5)),
 }
 
 
@@ -119,8 +119,8 @@ class Log2Histogram:
             self.counts[0] += m
         elif top <= _FEW_BUCKETS:
             self._by_thresholds(dist, top, mask[:m])
-        elif dist_max < 2 ** _EXACT_FLOAT["float64"][4]:
-            kind = "float32" if dist_max < 2 ** _EXACT_FLOAT["float32"][4] else "float64"
+        elif top <= _EXACT_FLOAT["float64"][4]:  # dist_max < 2**limit
+            kind = "float32" if top <= _EXACT_FLOAT["float32"][4] else "float64"
             self._by_exponents(dist, kind, keys[: m + 1], as_f32[:m])
         else:
             buckets = np.searchsorted(_POW2_U64, dist.view(np.uint64), side="right")
@@ -150,11 +150,11 @@ class Log2Histogram:
         bucket 0), so its biased exponent is ``bias - 1 + k``. A few distances have their
         exponents counted as they are; more are narrowed to uint8 buckets, counted in pairs.
         """
-        ftype, bits, mantissa, bias, limit = _EXACT_FLOAT[kind]
+        ftype, bits, mantissa, bias, limit, half = _EXACT_FLOAT[kind]
         m = dist.size
         floats = as_f32 if kind == "float32" else np.empty(m, ftype)
         np.copyto(floats, dist, casting="unsafe")  # exact: below the limit
-        np.add(floats, ftype(0.5), out=floats)
+        np.add(floats, half, out=floats)
         exponent = np.right_shift(floats.view(bits), mantissa, out=floats.view(bits))
         if m < _PAIRS_FROM:
             per_exponent = np.bincount(exponent, minlength=bias + limit)
