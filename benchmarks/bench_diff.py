@@ -9,6 +9,9 @@ Run: ``make bench ARGS=benchmarks/bench_diff.py``.
   ``numpy.testing.assert_array_max_ulp`` and with ``np.copyto`` (the memory-bandwidth ceiling:
   read one array, write one), and both must find the same maximum ULP distance.
 - 1e3-element pairs: the fixed cost of one call, NumPy's check alongside as context.
+- Each of those three again in a child process that NumPy dispatches in as on an AVX2 CPU
+  (``targets.AVX2_ENV``: no AVX-512 kernels, so no AVX-512 sorting), same interleaving; the
+  targets table shows both (rows ending ", AVX2"), the child's note says X86_V4 was off.
 - Two memory-mapped 5e7-element arrays compared in a fresh process: peak traced allocations
   (a few chunk-sized buffers, nothing proportional to the 400 MB of input), and the same
   statistics as ``diff_arrays`` on the arrays in memory.
@@ -27,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import targets
+from interleave import Standalone, run_interleaved
 
 from harness.diff import diff_arrays
 from harness.tolerances import Tolerance
@@ -35,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 N_BIG = 50_000_000
 TOL = Tolerance(1e-6, reason="benchmark")
 KINDS = {"wide": "abs", "narrow": "ulp"}
+MIN_ROUNDS = "benchmark_min_rounds"
 
 
 def make_pair(n: int, kind: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -53,37 +58,71 @@ def numpy_max_ulp(a: np.ndarray, b: np.ndarray) -> int:
     return int(np.max(np.testing.assert_array_max_ulp(a, b, maxulp=2**31)))
 
 
-@pytest.mark.parametrize("spread", list(KINDS))
-def test_diff_1e7(interleaved, spread):
-    a, b = make_pair(10_000_000, KINDS[spread])
+def speed_benchmark(name: str) -> tuple[str, dict, dict]:
+    """(target, sides, interleaving options) of one speed benchmark: "wide" / "narrow" at 1e7
+    elements, "1e3" for the fixed cost of a call. The same in this process and in the AVX2 child."""
+    if name == "1e3":
+        a, b = make_pair(1_000, "abs")
+        sides = {
+            "diff_arrays": lambda: diff_arrays(a, b, TOL),
+            "assert_array_max_ulp": lambda: numpy_max_ulp(a, b),
+        }
+        return "diff 1e3: time per call", sides, {"inner": 100, "max_rounds": 200}
+    a, b = make_pair(10_000_000, KINDS[name])
     out = np.empty_like(a)
-    timings = interleaved(
-        f"diff 1e7 {spread}: speed-up",
-        {
-            "diff_arrays": lambda: diff_arrays(a, b, TOL),
-            "assert_array_max_ulp": lambda: numpy_max_ulp(a, b),
-            "np.copyto": lambda: np.copyto(out, a),
-        },
-        max_rounds=10,
-        warmup_rounds=1,
-    )
+    sides = {
+        "diff_arrays": lambda: diff_arrays(a, b, TOL),
+        "assert_array_max_ulp": lambda: numpy_max_ulp(a, b),
+        "np.copyto": lambda: np.copyto(out, a),
+    }
+    return f"diff 1e7 {name}: speed-up", sides, {"max_rounds": 10, "warmup_rounds": 1}
+
+
+def check_speed_results(timings) -> None:
+    """Both sides found the same largest ULP distance (each round's last call)."""
     row = timings.results["diff_arrays"]
-    assert row.n == a.size
-    assert row.max_ulp == timings.results["assert_array_max_ulp"]
+    assert row.max_ulp == timings.results["assert_array_max_ulp"], (row.max_ulp, timings.results)
 
 
-def test_diff_1e3(interleaved):
-    a, b = make_pair(1_000, "abs")
-    timings = interleaved(
-        "diff 1e3: time per call",
-        {
-            "diff_arrays": lambda: diff_arrays(a, b, TOL),
-            "assert_array_max_ulp": lambda: numpy_max_ulp(a, b),
-        },
-        inner=100,
-        max_rounds=200,
+def run_speed(name: str, interleaved, benchmark, config) -> None:
+    """Time ``name`` here, then the same interleaving in a child process under AVX2_ENV."""
+    target, sides, options = speed_benchmark(name)
+    check_speed_results(interleaved(target, sides, **options))
+    if not benchmark.enabled:
+        return
+    budget = [str(config.getoption("benchmark_max_time")), str(config.getoption(MIN_ROUNDS))]
+    proc = subprocess.run(
+        [sys.executable, __file__, name, *budget],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, **targets.AVX2_ENV, "PYTHONPATH": str(ROOT)},
     )
-    assert timings.results["diff_arrays"].max_ulp == timings.results["assert_array_max_ulp"]
+    child = json.loads(proc.stdout)
+    targets.record(target + targets.AVX2, child["medians"], child["rounds"], child["note"])
+
+
+@pytest.mark.parametrize("spread", list(KINDS))
+def test_diff_1e7(interleaved, benchmark, request, spread):
+    run_speed(spread, interleaved, benchmark, request.config)
+
+
+def test_diff_1e3(interleaved, benchmark, request):
+    run_speed("1e3", interleaved, benchmark, request.config)
+
+
+def _time_in_this_process(name: str, max_time: float, min_rounds: int) -> dict:
+    """The child's side of ``run_speed``: its medians, rounds and the AVX-512 state it ran in."""
+    from numpy._core._multiarray_umath import __cpu_features__
+
+    _, sides, options = speed_benchmark(name)
+    timings = run_interleaved(
+        Standalone(), sides, max_time=max_time, min_rounds=min_rounds, **options
+    )
+    check_speed_results(timings)
+    x86_v4 = "on" if __cpu_features__.get("X86_V4") else "off"  # NumPy 2.4's AVX-512 level
+    return {"medians": timings.medians(), "rounds": timings.rounds, "note": f"X86_V4 {x86_v4}"}
 
 
 _CHILD = """
@@ -138,3 +177,8 @@ def test_memmap_5e7(benchmark, tmp_path):
     )
     assert tuple(result["histogram"]) == in_memory.ulp_histogram
     targets.record("diff memmap 5e7: traced peak", {"diff_arrays": result["peak"]}, rounds=1)
+
+
+if __name__ == "__main__":  # the AVX2 child of run_speed: bench_diff.py NAME MAX_TIME MIN_ROUNDS
+    name, max_time, min_rounds = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    print(json.dumps(_time_in_this_process(name, max_time, min_rounds)))

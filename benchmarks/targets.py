@@ -8,7 +8,8 @@ and never fails the run: the machine is shared and its load is not ours to asser
 
 Bounds come from the issues that set them (``source``): 13, performance round two; 2, the
 engine's step and memory targets; 3 and 7, the codec and large tensors (the two peak-memory
-bounds of issue 7's "small multiple of the inputs" are the ones its benchmarks asserted).
+bounds of issue 7's "small multiple of the inputs" are the ones its benchmarks asserted); 21,
+the same diff speed with NumPy dispatching as on an AVX2 CPU (rows ending ", AVX2").
 A row with ``bound=None`` is context for the rows around it (printed as ``info``), not a
 target.
 """
@@ -16,7 +17,8 @@ target.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Literal
 
 
@@ -46,6 +48,25 @@ def _sgd(size: str, layers: str, vs: str, bound: float | None, source: str) -> T
         bound,
         source=source,
     )
+
+
+# The environment of a benchmark's child process that NumPy dispatches in as on an AVX2 CPU:
+# no AVX-512 kernels (no AVX-512 sorting, for one), whatever this machine has.
+AVX2_ENV = {"NPY_DISABLE_CPU_FEATURES": "X86_V4"}
+AVX2 = ", AVX2"  # suffix of a target measured under AVX2_ENV
+_AVX2_SETTING = " ".join(f"{k}={v}" for k, v in AVX2_ENV.items())
+
+
+def _native_and_avx2(*native: Target) -> Iterator[Target]:
+    """Each target, then the same bound measured in a child process under ``AVX2_ENV``."""
+    for target in native:
+        yield target
+        yield replace(
+            target,
+            name=target.name + AVX2,
+            measures=f"{target.measures}; NumPy dispatching as on an AVX2 CPU ({_AVX2_SETTING})",
+            source="issue 21",
+        )
 
 
 TINY, MEDIUM, LARGE = "4-8-3 b4", "784-256-10 b128", "1024-4096-1024 b512"
@@ -120,28 +141,30 @@ TARGETS: tuple[Target, ...] = (
         unit="B",
         source="issue 14",
     ),
-    Target(
-        "diff 1e7 wide: speed-up",
-        "statistics of two 1e7 float32 arrays, absolute noise 1e-7 (ULP over 20+ buckets)",
-        "assert_array_max_ulp",
-        "diff_arrays",
-        10.0,
-        ">=",
-    ),
-    Target(
-        "diff 1e7 narrow: speed-up",
-        "statistics of two 1e7 float32 arrays, relative noise of about 1 ULP",
-        "assert_array_max_ulp",
-        "diff_arrays",
-        10.0,
-        ">=",
-    ),
-    Target(
-        "diff 1e3: time per call",
-        "statistics of two 1e3 float32 arrays (assert_array_max_ulp alongside as context)",
-        "diff_arrays",
-        None,
-        25e-6,
+    *_native_and_avx2(
+        Target(
+            "diff 1e7 wide: speed-up",
+            "statistics of two 1e7 float32 arrays, absolute noise 1e-7 (ULP over 20+ buckets)",
+            "assert_array_max_ulp",
+            "diff_arrays",
+            10.0,
+            ">=",
+        ),
+        Target(
+            "diff 1e7 narrow: speed-up",
+            "statistics of two 1e7 float32 arrays, relative noise of about 1 ULP",
+            "assert_array_max_ulp",
+            "diff_arrays",
+            10.0,
+            ">=",
+        ),
+        Target(
+            "diff 1e3: time per call",
+            "statistics of two 1e3 float32 arrays (assert_array_max_ulp alongside as context)",
+            "diff_arrays",
+            None,
+            25e-6,
+        ),
     ),
     Target(
         "diff memmap 5e7: traced peak",

@@ -363,3 +363,28 @@ def test_diff_values_filters_keys_and_computes_verdict():
     assert d.tol == default_tolerance("float32")  # dominant by element count
     given_tol = Tolerance(1.0, reason="cli")
     assert diff_values(a, b, tol_for=lambda k, t: given_tol, tol=given_tol).ok
+
+
+def test_rows_equal_the_dataclass_built_rows():
+    """diff_arrays fills TensorDiff's __dict__ directly; every kind of row is the same as the
+    one TensorDiff(...) builds, no field missing and none extra."""
+    from dataclasses import fields
+
+    from harness.diff import TensorDiff
+
+    tol = Tolerance(1e-3)
+    pairs = [
+        (arr([1.0, np.nan, 3.0]), arr([1.0, 2.0, 3.5])),
+        (np.array([2.0]), np.array([2.5])),  # one element: the scalar path
+        (np.array([1, 5], np.int64), np.array([1, 7], np.int64)),
+        (np.array([True, False]), np.array([True, True])),
+        (np.array([1 + 2j]), np.array([1 + 2j])),
+        (np.array(["x", "y"]), np.array(["x", "z"])),
+        (np.zeros(0, np.float32), np.zeros(0, np.float32)),
+        (arr([1.0]), np.array([1.0])),  # dtype
+        (arr([1.0, 2.0]), arr([1.0])),  # shape
+    ]
+    for a, b in pairs:
+        row = diff_arrays(a, b, tol, "k")
+        rebuilt = TensorDiff(**{f.name: getattr(row, f.name) for f in fields(TensorDiff)})
+        assert vars(row) == vars(rebuilt), (a, b)
