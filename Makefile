@@ -74,8 +74,11 @@ golden: install
 # Benchmarks interleave the implementations they compare and end with the targets table
 # (benchmarks/targets.py); a missed target never fails. `make bench ARGS=benchmarks/bench_diff.py`
 # runs that file only: the folder is added only when ARGS names nothing under benchmarks.
+# --numerics native: the machine's own kernels (the rows ending ", AVX2" are timed in a child
+# process with AVX-512 off, so the table has both columns).
 bench: install
 	$(PYTEST) $(if $(findstring benchmarks,$(ARGS)),,benchmarks) --benchmark-enable -p no:xdist \
+		--numerics native \
 		--benchmark-min-rounds=3 --benchmark-max-time=1.0 --benchmark-columns=min,median,max,rounds \
 		$(ARGS)
 
