@@ -57,9 +57,12 @@ class Profile:
     name: str
     about: str
     env: Mapping[str, str]
-    # numpy dispatch targets that must be off once the profile is in force.
-    numpy_off: tuple[str, ...]
-    torch_capability: str
+    torch_capability: str  # what torch.backends.cpu.get_cpu_capability() reports under it
+
+    @property
+    def numpy_off(self) -> tuple[str, ...]:
+        """numpy dispatch targets that are off once the profile is in force."""
+        return tuple(self.env["NPY_DISABLE_CPU_FEATURES"].split())
 
 
 X86_64_V3 = Profile(
@@ -73,7 +76,6 @@ X86_64_V3 = Profile(
         "ONEDNN_MAX_CPU_ISA": "AVX2",
         "OPENBLAS_CORETYPE": "Haswell",
     },
-    numpy_off=("X86_V4", "AVX512_ICL", "AVX512_SPR"),
     torch_capability="AVX2",
 )
 
@@ -88,7 +90,6 @@ X86_64_V2 = Profile(
         "OPENBLAS_CORETYPE": "Nehalem",
         "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA",
     },
-    numpy_off=("X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR"),
     torch_capability="DEFAULT",
 )
 
