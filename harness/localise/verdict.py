@@ -1,0 +1,165 @@
+"""The verdict: the first module, in model order, whose captured value leaves rounding.
+
+Model order, per step: the forward outputs in the order the torch modules *returned* (an inner
+module before the one holding it), then backward, in the reverse order the modules *started*
+(the order their backward ends: the head before the encoder, a layer's parts before the
+layer), each with the gradient into its output, then the one it passes back to its input.
+
+Rounding or formula per value, by the float64 reruns, as the trajectory check decides it
+(``harness.trajectory.precision_verdict``: the float32 pair's gap in float32 eps against the
+float64 pair's in float64 eps, at the scale of the torch float64 value). A module whose
+float32 gap is rounding keeps its float64 gap at rounding too; one that computes another
+formula leaves the float64 sides as far apart as the float32 ones, 2**29 times rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.localise.capture import Capture, Captured, Key
+from harness.localise.paths import engine_paths
+from harness.trajectory import PARTS_BITS, Precision, eps_gaps, precision_verdict
+
+WHAT = {"forward": "output", "grad_output": "output gradient", "grad_input": "input gradient"}
+DIRECTION = {"forward": "forward", "grad_output": "backward", "grad_input": "backward"}
+
+
+@dataclass(frozen=True)
+class ModuleRow:
+    """One captured value compared: where (step, phase, torch path, engine path, call), its
+    shape and whether only a stride of it was kept, the float32 and float64 pairs' max|diff|,
+    the float64 excess in bits over rounding, and the verdict."""
+
+    step: int
+    phase: str
+    path: str
+    engine_path: str
+    call: int
+    shape: tuple[int, ...]
+    strided: bool
+    max_abs32: float
+    max_abs64: float
+    excess_bits: float
+    verdict: Precision
+
+    @property
+    def what(self) -> str:
+        return WHAT[self.phase]
+
+    @property
+    def direction(self) -> str:
+        return DIRECTION[self.phase]
+
+
+@dataclass(frozen=True)
+class Localisation:
+    """The per-module table in model order, the first row that leaves rounding (None:
+    rounding everywhere), the steps captured, and the torch values with no engine counterpart
+    (path not found, or another shape), as ``"<path> <what>"``."""
+
+    rows: tuple[ModuleRow, ...]
+    first: ModuleRow | None
+    steps: int
+    unmatched: tuple[str, ...]
+
+
+def model_order(capture: Capture) -> list[Key]:
+    """The keys of ``capture`` in model order (see the module docstring)."""
+    keys: list[Key] = []
+    steps = sorted({step for step, _, _ in capture.finished})
+    for step in steps:
+        keys += [(s, "forward", p, c) for s, p, c in capture.finished if s == step]
+        for s, p, c in reversed(capture.started):
+            if s == step:
+                keys += [(s, "grad_output", p, c), (s, "grad_input", p, c)]
+    return [key for key in keys if key in capture.values]
+
+
+def compare(torch32: Capture, engine32: Capture, torch64: Capture, engine64: Capture) -> Localisation:
+    """The table and verdict of the four captured runs (torch is the left side and the
+    reference scale)."""
+    spec = torch32.spec
+    mapping = engine_paths(
+        {path for _, _, path, _ in torch32.values},
+        engine32.module_types,
+        paths=dict(spec.paths),
+        remap=spec.remap,
+    )
+    rows, unmatched = [], []
+    for key in model_order(torch32):
+        step, phase, path, call = key
+        other = (step, phase, mapping.get(path, path), call)
+        four = (torch32.values.get(key), engine32.values.get(other),
+                torch64.values.get(key), engine64.values.get(other))  # fmt: skip
+        if any(v is None for v in four) or len({v.shape for v in four}) != 1:
+            unmatched.append(f"step {step} {path} {WHAT[phase]}")
+            continue
+        rows.append(_row(key, other[2], *four))
+    first = next((row for row in rows if row.verdict == Precision.FORMULA), None)
+    steps = len({row.step for row in rows})
+    return Localisation(tuple(rows), first, steps, tuple(unmatched))
+
+
+def _row(key: Key, engine_path: str, a: Captured, b: Captured, a64: Captured, b64: Captured):
+    step, phase, path, call = key
+
+    x, y = _same_nonfinite_as_zero(a.values, b.values)
+    x64, y64 = _same_nonfinite_as_zero(a64.values, b64.values)
+    n32 = eps_gaps({"v": x[None]}, {"v": y[None]}, {"v": x64[None]}, 1, x.dtype.name)
+    n64 = eps_gaps({"v": x64[None]}, {"v": y64[None]}, {"v": x64[None]}, 1, x64.dtype.name)
+    verdict = precision_verdict(n32, n64)
+    return ModuleRow(
+        step=step,
+        phase=phase,
+        path=path,
+        engine_path=engine_path,
+        call=call,
+        shape=a.shape,
+        strided=a.strided,
+        max_abs32=_max_abs(a, b),
+        max_abs64=_max_abs(a64, b64),
+        excess_bits=verdict.excess_bits,
+        verdict=verdict.verdict,
+    )
+
+
+def _same_nonfinite_as_zero(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides NaN, or the same infinity, at an element is agreement (as ``harness.diff``
+    counts it): those elements become 0 on both sides, the others stay as they are."""
+    same = (np.isnan(x) & np.isnan(y)) | (np.isinf(x) & (x == y))
+    if not same.any():
+        return x, y
+    return np.where(same, 0, x).astype(x.dtype), np.where(same, 0, y).astype(y.dtype)
+
+
+def _max_abs(a: Captured, b: Captured) -> float:
+    """max|diff| over the elements finite on both sides."""
+    x, y = a.values.astype(np.float64), b.values.astype(np.float64)
+    finite = np.isfinite(x) & np.isfinite(y)
+    return float(np.abs(x - y)[finite].max(initial=0.0))
+
+
+def verdict_text(found: Localisation) -> str:
+    """The one line: where the two runs first part and why, or that they do not."""
+    first = found.first
+    if first is None:
+        return (
+            f"rounding everywhere: {len(found.rows)} module values over {found.steps} "
+            f"step(s) agree to rounding in float64"
+        )
+    where = f"`{first.path}`"
+    if first.engine_path != first.path:
+        where += f" (engine `{first.engine_path}`)"
+    if first.call:
+        where += f" call {first.call}"
+    bits = "over rounding" if np.isfinite(first.excess_bits) else "(not finite on one side)"
+    amount = f"{first.excess_bits:.0f} bits " if np.isfinite(first.excess_bits) else ""
+    return (
+        f"first parts at step {first.step}, {first.direction}, {where} {first.what}: "
+        f"float64 says formula ({amount}{bits})"
+    )
+
+
+__all__ = ["PARTS_BITS", "Localisation", "ModuleRow", "compare", "model_order", "verdict_text"]
