@@ -74,12 +74,14 @@ class TorchAttention(nn.Module):
     every key of the first sequence's last query (a fully masked row: filled with -1e4 it
     attends to every key alike, filled with -inf it is NaN)."""
 
-    def __init__(self) -> None:
+    def __init__(self, divide: bool) -> None:
         super().__init__()
         self.query, self.key, self.value = nn.Linear(D, D), nn.Linear(D, D), nn.Linear(D, D)
+        self.divide = divide
 
     def forward(self, x):
-        scores = self.query(x) @ self.key(x).transpose(1, 2) * SCALE
+        scores = self.query(x) @ self.key(x).transpose(1, 2)
+        scores = scores / math.sqrt(D) if self.divide else scores * SCALE
         scores = scores.masked_fill(torch.from_numpy(_mask()), -1e4)
         return torch.softmax(scores, dim=-1) @ self.value(x)
 
@@ -96,7 +98,7 @@ class TorchNet(nn.Module):
         super().__init__()
         self.fc1 = nn.Linear(D, D)
         self.norm1 = nn.LayerNorm(D)
-        self.attn = TorchAttention()
+        self.attn = TorchAttention(divide=plant == "div")
         self.fc2 = NoBiasLinear(D, D) if plant == "bias" else nn.Linear(D, D)
         self.act = nn.GELU()
         self.norm2 = nn.LayerNorm(D)
@@ -112,12 +114,13 @@ class TorchNet(nn.Module):
 
 
 class EngineAttention(Module):
-    def __init__(self, device, fill: float) -> None:
+    def __init__(self, device, fill: float, divide: bool) -> None:
         self.query, self.key, self.value = (LinearConfig(D, D).init(device) for _ in range(3))
-        self.fill = fill
+        self.fill, self.divide = fill, divide
 
     def forward(self, x):
-        scores = self.query(x).matmul(self.key(x).swap_dims(1, 2)).mul_scalar(SCALE)
+        scores = self.query(x).matmul(self.key(x).swap_dims(1, 2))
+        scores = scores.div_scalar(math.sqrt(D)) if self.divide else scores.mul_scalar(SCALE)
         mask = Tensor.from_numpy(_mask(), x.device)
         return activation.softmax(scores.mask_fill(mask, self.fill), 2).matmul(self.value(x))
 
@@ -126,7 +129,8 @@ class EngineNet(Module):
     def __init__(self, device, plant: str) -> None:
         self.fc1 = LinearConfig(D, D).init(device)
         self.norm1 = LayerNormConfig(D).init(device)
-        self.attn = EngineAttention(device, -math.inf if plant == "mask" else -1e4)
+        fill = -math.inf if plant == "mask" else -1e4
+        self.attn = EngineAttention(device, fill, divide=plant == "div")
         self.fc2 = LinearConfig(D, D).init(device)
         self.act = Gelu.new_approximate() if plant == "tanh" else Gelu()
         self.norm2 = LayerNormConfig(D, epsilon=1e-2 if plant == "epsilon" else 1e-5).init(device)
@@ -202,6 +206,20 @@ def test_planted_difference_is_named_formula(plant, module):
     # Every module before it in model order is rounding.
     before = found.rows[: found.rows.index(first)]
     assert before and all(row.verdict == Precision.ROUNDING for row in before)
+
+
+def test_burn_div_scalar_backward_is_found():
+    """Not planted: burn's div_scalar backward multiplies by 1/s computed in float32, also
+    for float64 tensors. The forward agrees; the first gradient it touches is the one into
+    the key projection's output (the last of q, k, v in backward order)."""
+    found = _localise("div")
+    first = found.first
+    assert (first.step, first.phase, first.path) == (0, "grad_output", "attn.key")
+    assert all(row.verdict == Precision.ROUNDING for row in found.rows if row.phase == "forward"
+               and row.step == 0)  # fmt: skip
+    assert verdict_text(found).startswith(
+        "first parts at step 0, backward, `attn.key` output gradient: float64 says formula ("
+    )
 
 
 def test_unchanged_model_is_rounding_everywhere():

@@ -81,17 +81,21 @@ class Captured:
 
 @dataclass
 class Capture:
-    """What one side's run left: ``values`` by key; ``started`` / ``finished``: the
-    ``(step, path, call)`` of each module call in the order the calls started / returned;
+    """What one side's run left: ``values`` by key; ``events``: ``("start" | "finish",
+    (step, path, call))`` of each module call, in the order the calls started and returned;
     ``module_types``: the model's ``(path, "Struct:<class>")`` (engine only, for path
     mapping)."""
 
     spec: Localise
     values: dict[Key, Captured] = field(default_factory=dict)
-    started: list[tuple[int, str, int]] = field(default_factory=list)
-    finished: list[tuple[int, str, int]] = field(default_factory=list)
+    events: list[tuple[str, tuple[int, str, int]]] = field(default_factory=list)
     module_types: list[tuple[str, str]] = field(default_factory=list)
     _sums: dict[Key, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def finished(self) -> list[tuple[int, str, int]]:
+        """The calls in the order they returned."""
+        return [where for event, where in self.events if event == "finish"]
 
     def add(self, key: Key, array: np.ndarray) -> None:
         """Add ``array`` to the value summed so far under ``key`` (an input gradient that
@@ -139,13 +143,13 @@ class _Calls:
             return None
         call = self.counts.get(path, 0)
         self.counts[path] = call + 1
-        self.capture.started.append((self.step, path, call))
+        self.capture.events.append(("start", (self.step, path, call)))
         return (self.step, path, call)
 
     def leave(self, where: tuple[int, str, int] | None) -> None:
         self.depth -= 1
         if where is not None:
-            self.capture.finished.append(where)
+            self.capture.events.append(("finish", where))
 
 
 def _key(where: tuple[int, str, int], phase: str) -> Key:

@@ -1,9 +1,10 @@
 """The verdict: the first module, in model order, whose captured value leaves rounding.
 
 Model order, per step: the forward outputs in the order the torch modules *returned* (an inner
-module before the one holding it), then backward, in the reverse order the modules *started*
-(the order their backward ends: the head before the encoder, a layer's parts before the
-layer), each with the gradient into its output, then the one it passes back to its input.
+module before the one holding it), then backward: the forward's calls and returns replayed
+backwards, a return being where the gradient into that module's output is complete and a call
+where the gradient it passes back to its input is (the head before the encoder; a layer's
+output gradient, then its parts', then its input gradient).
 
 Rounding or formula per value, by the float64 reruns, as the trajectory check decides it
 (``harness.trajectory.precision_verdict``: the float32 pair's gap in float32 eps against the
@@ -68,13 +69,19 @@ class Localisation:
 def model_order(capture: Capture) -> list[Key]:
     """The keys of ``capture`` in model order (see the module docstring)."""
     keys: list[Key] = []
-    steps = sorted({step for step, _, _ in capture.finished})
-    for step in steps:
-        keys += [(s, "forward", p, c) for s, p, c in capture.finished if s == step]
-        for s, p, c in reversed(capture.started):
-            if s == step:
-                keys += [(s, "grad_output", p, c), (s, "grad_input", p, c)]
+    for step in sorted({where[0] for _, where in capture.events}):
+        events = [(event, where) for event, where in capture.events if where[0] == step]
+        keys += [_at(where, "forward") for event, where in events if event == "finish"]
+        # Backward runs the forward backwards: a call's output gradient arrives where it
+        # returned, its input gradient is complete where it started.
+        for event, where in reversed(events):
+            keys.append(_at(where, "grad_output" if event == "finish" else "grad_input"))
     return [key for key in keys if key in capture.values]
+
+
+def _at(where: tuple[int, str, int], phase: str) -> Key:
+    step, path, call = where
+    return (step, phase, path, call)
 
 
 def compare(torch32: Capture, engine32: Capture, torch64: Capture, engine64: Capture) -> Localisation:
