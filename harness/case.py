@@ -321,6 +321,7 @@ class Case:
     checks: tuple[Check, ...]
     tolerances: Mapping[str, Tolerance]
     golden_tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    localise: Any = None  # harness.localise.Localise: where inside a step the sides part
 
     def side_fn(self, side: str) -> Callable[..., Mapping[str, Any]]:
         return self.torch_side if side == "torch" else self.engine_side
@@ -368,6 +369,7 @@ def load_case(path: Path) -> Case:
     labels = [c.label for c in checks]
     if len(set(labels)) != len(labels):
         raise CaseDefinitionError(f"{path}: CHECKS: duplicate check {labels}")
+    localise = _localise_of(path, module)
     tolerances = dict(getattr(module, "TOLERANCES", {}))
     golden_tolerances = dict(getattr(module, "GOLDEN_TOLERANCES", {}))
     for attr, table in (("TOLERANCES", tolerances), ("GOLDEN_TOLERANCES", golden_tolerances)):
@@ -384,7 +386,25 @@ def load_case(path: Path) -> Case:
         checks=checks,
         tolerances=tolerances,
         golden_tolerances=golden_tolerances,
+        localise=localise,
     )
+
+
+def _localise_of(path: Path, module) -> Any:
+    """The case's ``LOCALISE`` (``harness.localise.localise(...)``), or None; its sides then
+    take ``dtype``: the localisation compares float32 and float64 runs."""
+    from harness.localise import Localise
+
+    found = getattr(module, "LOCALISE", None)
+    if found is None:
+        return None
+    if not isinstance(found, Localise):
+        raise CaseDefinitionError(
+            f"{path}: LOCALISE: expected harness.localise.localise(...), got {found!r}"
+        )
+    for attr in ("torch_side", "engine_side"):
+        _check_dtype_parameter(path, attr, getattr(module, attr))
+    return found
 
 
 def _needs_float64(check: Check) -> bool:
@@ -392,12 +412,13 @@ def _needs_float64(check: Check) -> bool:
 
 
 def _check_dtype_parameter(path: Path, attr: str, fn: Callable) -> None:
-    """A side of a case with trajectory checks takes ``dtype`` (with a float32 default)."""
+    """A side of a case with trajectory checks (or LOCALISE) takes ``dtype`` (with a float32
+    default)."""
     parameter = inspect.signature(fn).parameters.get("dtype")
     if parameter is None or parameter.default is inspect.Parameter.empty:
         raise CaseDefinitionError(
             f"{path}: {attr}: needs a 'dtype' parameter with a float32 default "
-            "(trajectory checks rerun both sides in float64)"
+            "(trajectory checks and LOCALISE rerun both sides in float64)"
         )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from harness.diff import Diff
 from harness.mismatches import Element, RowDetail
@@ -135,7 +136,8 @@ class CaseReport:
     ``error`` is the exception a side raised, in one line (every check then fails with it),
     and ``raised`` the same exception with its traceback; ``nondeterministic`` the sides whose
     two runs differed; ``env`` the environment block each side's output was written with;
-    ``seconds`` the wall time of the run (None when not timed).
+    ``seconds`` the wall time of the run (None when not timed); ``localisation`` where inside
+    a step the sides part (a case with ``LOCALISE``; never part of ``ok``).
     """
 
     case: str
@@ -147,6 +149,8 @@ class CaseReport:
     env: dict[str, dict] = field(default_factory=dict)
     seconds: float | None = None
     raised: SideError | None = None
+    localisation: Any = None  # harness.localise.Localisation of a case with LOCALISE
+    localise_error: str | None = None  # what stopped it (a side raised under capture)
 
     @property
     def ok(self) -> bool:

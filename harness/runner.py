@@ -9,6 +9,7 @@ experiment once; ``harness.session`` runs many cases (shards, worker processes, 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import pickle
 import random
 import time
@@ -334,7 +335,22 @@ def judge_case(
     checks = evaluate(run, limit=limit)
     judge = _Judge(update, force, agree_checks_hold(checks), golden_dir, limit)
     goldens = {side: judge.golden(run, side) for side in SIDES}
-    return _case_report(run, checks, goldens, time.perf_counter() - started)
+    report = _case_report(run, checks, goldens, time.perf_counter() - started)
+    if run.case.localise is None or run.error:
+        return report
+    localisation, problem = _localised(run.case)
+    return dataclasses.replace(report, localisation=localisation, localise_error=problem)
+
+
+def _localised(case: Case) -> tuple[Any, str | None]:
+    """The case's localisation (four more runs, under capture; nothing is written), or the
+    exception that stopped it, in one line."""
+    from harness.localise import localise_sides  # harness.localise runs sides through here
+
+    try:
+        return localise_sides(case.torch_side, case.engine_side, case.localise), None
+    except Exception as exc:  # a finding to report, as a side's error is
+        return None, f"localise: {type(exc).__name__}: {exc}"
 
 
 @dataclass(frozen=True)

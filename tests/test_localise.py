@@ -227,7 +227,7 @@ def test_unchanged_model_is_rounding_everywhere():
     assert found.first is None
     assert all(row.verdict == Precision.ROUNDING for row in found.rows)
     phases = {row.phase for row in found.rows}
-    assert phases == {"forward", "grad_output", "grad_input"}
+    assert phases == {"input", "forward", "grad_output", "grad_input"}
     assert {row.step for row in found.rows} == {0, 1}
     assert found.unmatched == ()
     assert verdict_text(found) == (
@@ -273,9 +273,14 @@ def test_capture_keys_steps_paths_and_calls():
     assert paths == ["fc1", "norm1", "attn.query", "attn.key", "attn.value", "attn", "fc2",
                      "act", "norm2", "head"]  # fmt: skip
     assert {step for step, _, _, _ in capture.values} == {0}
-    assert model_order(capture)[:2] == [(0, "forward", "fc1", 0), (0, "forward", "norm1", 0)]
+    assert model_order(capture)[:4] == [
+        (0, "input", "fc1", 0),
+        (0, "forward", "fc1", 0),
+        (0, "input", "norm1", 0),
+        (0, "forward", "norm1", 0),
+    ]
     # Backward: the head first, then the gradient it passed back.
-    backward = [k for k in model_order(capture) if k[1] != "forward"]
+    backward = [k for k in model_order(capture) if k[1] not in ("input", "forward")]
     assert backward[:2] == [(0, "grad_output", "head", 0), (0, "grad_input", "head", 0)]
 
 

@@ -3,6 +3,9 @@ gradient it passes back to its input, recorded while one side runs, keyed by the
 
 Both sides are captured the same way, so the two records mean the same thing:
 
+- **input** (``"input"``): the module's first tensor argument as the call starts (a field of
+  an engine input record: ``MhaInput.query``, ``TransformerEncoderInput.tensor``), so that a
+  gap made by code between two modules is seen where it enters the next one;
 - **forward** (``"output"``): the module's output (its first tensor: an attention's context,
   an LSTM's output sequence), after the call returned;
 - **grad_output** (``"output gradient"``): the whole gradient that reaches that output tensor
@@ -38,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-PHASES = ("forward", "grad_output", "grad_input")
+PHASES = ("input", "forward", "grad_output", "grad_input")
 
 Key = tuple[int, str, str, int]  # (step, phase, module path, call index within the step)
 
@@ -106,6 +109,10 @@ class Capture:
         self.put(key, total)
 
     def put(self, key: Key, array: np.ndarray) -> None:
+        """Keep ``array`` under ``key`` (a stride of it over the cap); integer and bool
+        tensors (token ids, masks) are not values that round and are not kept."""
+        if np.asarray(array).dtype.kind != "f":
+            return
         flat = np.asarray(array).reshape(-1)
         stride = max(1, math.ceil(flat.size / self.spec.cap))
         kept = flat[::stride].copy()
@@ -192,6 +199,9 @@ def torch_capture(spec: Localise) -> Iterator[Capture]:
         pending[id(module)] = where  # a module does not re-enter itself
         if where is None:
             return None
+        found = _first_torch_tensor(args)
+        if found is not None:
+            capture.put(_key(where, "input"), found.detach().cpu().numpy())
         import torch
 
         i = next((i for i, a in enumerate(args) if isinstance(a, torch.Tensor)), None)
@@ -301,7 +311,12 @@ def engine_capture(spec: Localise) -> Iterator[Capture]:
                 return original(self, *args, **kwargs)
             where = calls.enter(self, _named_with_types)
             inside.append(self)
-            source = None if where is None else _first_tracked(args)
+            source = None
+            if where is not None:
+                source = _first_tracked(args)
+                found = _first_engine_tensor(args)
+                if found is not None:
+                    capture.put(_key(where, "input"), np.array(found._data))
             first_id = next_node_id()  # nodes built by this call have larger ids
             try:
                 out = original(self, *args, **kwargs)

@@ -1,7 +1,7 @@
 """The verdict: the first module, in model order, whose captured value leaves rounding.
 
-Model order, per step: the forward outputs in the order the torch modules *returned* (an inner
-module before the one holding it), then backward: the forward's calls and returns replayed
+Model order, per step: the forward, a module's input where it was called and its output where
+it returned (an inner module's before the one holding it), then backward: the forward's calls and returns replayed
 backwards, a return being where the gradient into that module's output is complete and a call
 where the gradient it passes back to its input is (the head before the encoder; a layer's
 output gradient, then its parts', then its input gradient).
@@ -23,8 +23,8 @@ from harness.localise.capture import Capture, Captured, Key
 from harness.localise.paths import engine_paths
 from harness.trajectory import PARTS_BITS, Precision, eps_gaps, precision_verdict
 
-WHAT = {"forward": "output", "grad_output": "output gradient", "grad_input": "input gradient"}
-DIRECTION = {"forward": "forward", "grad_output": "backward", "grad_input": "backward"}
+WHAT = {"input": "input", "forward": "output", "grad_output": "output gradient", "grad_input": "input gradient"}
+DIRECTION = {"input": "forward", "forward": "forward", "grad_output": "backward", "grad_input": "backward"}
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def model_order(capture: Capture) -> list[Key]:
     keys: list[Key] = []
     for step in sorted({where[0] for _, where in capture.events}):
         events = [(event, where) for event, where in capture.events if where[0] == step]
-        keys += [_at(where, "forward") for event, where in events if event == "finish"]
+        keys += [_at(where, "forward" if event == "finish" else "input") for event, where in events]
         # Backward runs the forward backwards: a call's output gradient arrives where it
         # returned, its input gradient is complete where it started.
         for event, where in reversed(events):
@@ -161,6 +161,10 @@ def verdict_text(found: Localisation) -> str:
         where += f" (engine `{first.engine_path}`)"
     if first.call:
         where += f" call {first.call}"
+    if first.phase == "input":  # the gap was made by code outside any captured module
+        before = found.rows[: found.rows.index(first)]
+        if before:
+            where += f" (after `{before[-1].path}` {before[-1].what})"
     bits = "over rounding" if np.isfinite(first.excess_bits) else "(not finite on one side)"
     amount = f"{first.excess_bits:.0f} bits " if np.isfinite(first.excess_bits) else ""
     return (
