@@ -2,8 +2,14 @@
 paths matched to engine paths by weight import's rules (``paths``), and the first module whose
 output or gradient leaves rounding by the float64 reruns (``verdict``). Import from here."""
 
-from harness.localise.capture import Capture, Captured, Localise, engine_capture, localise
-from harness.localise.capture import torch_capture
+from harness.localise.capture import (
+    Capture,
+    Captured,
+    Localise,
+    engine_capture,
+    localise,
+    torch_capture,
+)
 from harness.localise.paths import engine_paths
 from harness.localise.run import capture_side, localise_sides
 from harness.localise.verdict import Localisation, ModuleRow, compare, model_order, verdict_text

@@ -1,10 +1,10 @@
 """The verdict: the first module, in model order, whose captured value leaves rounding.
 
 Model order, per step: the forward, a module's input where it was called and its output where
-it returned (an inner module's before the one holding it), then backward: the forward's calls and returns replayed
-backwards, a return being where the gradient into that module's output is complete and a call
-where the gradient it passes back to its input is (the head before the encoder; a layer's
-output gradient, then its parts', then its input gradient).
+it returned (an inner module's before the one holding it), then backward: the forward's calls
+and returns replayed backwards, a return being where the gradient into that module's output
+is complete and a call where the gradient it passes back to its input is (the head before the
+encoder; a layer's output gradient, then its parts', then its input gradient).
 
 Rounding or formula per value, by the float64 reruns, as the trajectory check decides it
 (``harness.trajectory.precision_verdict``: the float32 pair's gap in float32 eps against the
@@ -23,8 +23,15 @@ from harness.localise.capture import Capture, Captured, Key
 from harness.localise.paths import engine_paths
 from harness.trajectory import PARTS_BITS, Precision, eps_gaps, precision_verdict
 
-WHAT = {"input": "input", "forward": "output", "grad_output": "output gradient", "grad_input": "input gradient"}
-DIRECTION = {"input": "forward", "forward": "forward", "grad_output": "backward", "grad_input": "backward"}
+WHAT = {
+    "input": "input",
+    "forward": "output",
+    "grad_output": "output gradient",
+    "grad_input": "input gradient",
+}
+DIRECTION = {"input": "forward", "forward": "forward"} | dict.fromkeys(
+    ("grad_output", "grad_input"), "backward"
+)
 
 
 @dataclass(frozen=True)
@@ -84,7 +91,9 @@ def _at(where: tuple[int, str, int], phase: str) -> Key:
     return (step, phase, path, call)
 
 
-def compare(torch32: Capture, engine32: Capture, torch64: Capture, engine64: Capture) -> Localisation:
+def compare(
+    torch32: Capture, engine32: Capture, torch64: Capture, engine64: Capture
+) -> Localisation:
     """The table and verdict of the four captured runs (torch is the left side and the
     reference scale)."""
     spec = torch32.spec
