@@ -47,6 +47,7 @@ from harness.engine import (
     SgdConfig,
     Tensor,
 )
+from harness.localise import localise
 
 STEPS = 20
 LR = 0.05
@@ -181,6 +182,10 @@ def _unbiased_running_var(torch_var, engine_var) -> bool:
     e = np.asarray(engine_var, np.float64) - start
     return bool(np.allclose(t, e * scale, rtol=1e-5, atol=1e-7))
 
+
+# Where inside the first two steps the sides part (harness.localise): four more runs, kept
+# out of the side files.
+LOCALISE = localise(steps=2)
 
 CHECKS = [
     # The store lists PyTorch's BatchNorm keys it loaded through the gamma / beta fallback as

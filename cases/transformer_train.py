@@ -54,6 +54,7 @@ from harness.engine import (
     TransformerEncoderConfig,
     TransformerEncoderInput,
 )
+from harness.localise import localise
 from harness.tolerances import Tolerance
 
 B, S, V, D, NH, FF, LAYERS = 8, 12, 10, 32, 4, 64, 2
@@ -202,6 +203,10 @@ GOLDEN_TOLERANCES = {
         "up to 4.8e-07 over 20 Adam steps (five CPU kernels measured); 4x that",
     ),
 }
+
+# Where inside the first two steps the sides part (harness.localise): four more runs, kept
+# out of the side files.
+LOCALISE = localise(steps=2)
 
 CHECKS = [
     differ("steps.*", because="harness.engine.optim.Adam", systematic="linear"),

@@ -271,9 +271,10 @@ def test_capture_keys_steps_paths_and_calls():
     paths = [path for _, path, _ in capture.finished]
     # Inner modules return before the module that holds them; only step 0 is kept.
     assert paths == ["fc1", "norm1", "attn.query", "attn.key", "attn.value", "attn", "fc2",
-                     "act", "norm2", "head"]  # fmt: skip
+                     "act", "norm2", "head", ""]  # fmt: skip
     assert {step for step, _, _, _ in capture.values} == {0}
-    assert model_order(capture)[:4] == [
+    assert model_order(capture)[:5] == [
+        (0, "input", "", 0),  # the model's own input
         (0, "input", "fc1", 0),
         (0, "forward", "fc1", 0),
         (0, "input", "norm1", 0),
@@ -281,7 +282,11 @@ def test_capture_keys_steps_paths_and_calls():
     ]
     # Backward: the head first, then the gradient it passed back.
     backward = [k for k in model_order(capture) if k[1] not in ("input", "forward")]
-    assert backward[:2] == [(0, "grad_output", "head", 0), (0, "grad_input", "head", 0)]
+    assert backward[:3] == [
+        (0, "grad_output", "", 0),
+        (0, "grad_output", "head", 0),
+        (0, "grad_input", "head", 0),
+    ]
 
 
 def test_engine_capture_restores_forward_and_matches_torch_values():
@@ -320,7 +325,9 @@ def test_paths_follow_weight_import_rules():
         "encoder.layers.1.linear1": "encoder.layers.1.pwff.linear_inner",
         "encoder.layers.1.norm2": "encoder.layers.1.norm_2",
         "head": "output",
+        "": "",  # the model itself
     }
     assert engine_paths(["blocks.0"], [], remap=[(r"^blocks\.", "layers.")]) == {
-        "blocks.0": "layers.0"
+        "blocks.0": "layers.0",
+        "": "",
     }

@@ -145,8 +145,8 @@ class _Calls:
         self.depth += 1
         if not self.active or self.step >= self.capture.spec.steps:
             return None
-        path = self.paths.get(id(module))
-        if path is None or path == "":  # a module made on the fly, or the model itself
+        path = self.paths.get(id(module))  # "" for the model itself
+        if path is None:  # a module made on the fly
             return None
         call = self.counts.get(path, 0)
         self.counts[path] = call + 1

@@ -37,7 +37,7 @@ def engine_paths(
     paths: Mapping[str, str] | None = None,
     remap: Sequence[tuple[str, str]] = (),
 ) -> dict[str, str]:
-    """``{torch path: engine path}`` for every torch path (the model's own ``""`` left out);
+    """``{torch path: engine path}`` for every torch path (the model's own ``""`` is ``""``);
     ``module_types``: the engine model's ``(path, "Struct:<class>")``, parents first."""
     remapper = KeyRemapper.from_patterns(remap)
     probes = {}
@@ -46,5 +46,6 @@ def engine_paths(
             probes[remapper.remap_path(f"{path}.{_PROBE}")] = _Probe(path)
     prepared = PyTorchToBurnAdapter().prepare(probes, list(module_types))
     found = {probe.origin: key[: -len(_PROBE) - 1] for key, probe in prepared.items()}
+    found[""] = ""
     found.update(paths or {})
     return found

@@ -165,20 +165,21 @@ def verdict_text(found: Localisation) -> str:
             f"rounding everywhere: {len(found.rows)} module values over {found.steps} "
             f"step(s) agree to rounding in float64"
         )
-    where = f"`{first.path}`"
+    where = f"`{first.path}`" if first.path else "the model's"
     if first.engine_path != first.path:
         where += f" (engine `{first.engine_path}`)"
     if first.call:
         where += f" call {first.call}"
+    where += f" {first.what}"
     if first.phase == "input":  # the gap was made by code outside any captured module
         before = found.rows[: found.rows.index(first)]
         if before:
-            where += f" (after `{before[-1].path}` {before[-1].what})"
-    bits = "over rounding" if np.isfinite(first.excess_bits) else "(not finite on one side)"
-    amount = f"{first.excess_bits:.0f} bits " if np.isfinite(first.excess_bits) else ""
+            where += f" (after `{before[-1].path or '(model)'}` {before[-1].what})"
+    finite = np.isfinite(first.excess_bits)
+    why = f"{first.excess_bits:.0f} bits over rounding" if finite else "not finite on one side"
     return (
-        f"first parts at step {first.step}, {first.direction}, {where} {first.what}: "
-        f"float64 says formula ({amount}{bits})"
+        f"first parts at step {first.step}, {first.direction}, {where}: "
+        f"float64 says formula ({why})"
     )
 
 

@@ -1,0 +1,80 @@
+"""The localisation of a case in the reports: the JSON per-module table (``localise_json``) and
+its schema (``localise_schema``); the text line is ``harness.localise.verdict_text``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.localise import Localisation, ModuleRow, verdict_text
+from harness.localise.capture import PHASES
+from harness.record import json_float
+from harness.trajectory import Precision
+
+
+def localise_json(found: Localisation | None) -> dict[str, Any] | None:
+    """The verdict line, the first parting row's index, and every row in model order."""
+    if found is None:
+        return None
+    first = None if found.first is None else found.rows.index(found.first)
+    return {
+        "line": verdict_text(found),
+        "first": first,
+        "steps": found.steps,
+        "rows": [_row_json(row) for row in found.rows],
+        "unmatched": list(found.unmatched),
+    }
+
+
+def _row_json(row: ModuleRow) -> dict[str, Any]:
+    return {
+        "step": row.step,
+        "phase": row.phase,
+        "path": row.path,
+        "engine_path": row.engine_path,
+        "call": row.call,
+        "shape": list(row.shape),
+        "strided": row.strided,
+        "max_abs32": json_float(row.max_abs32),
+        "max_abs64": json_float(row.max_abs64),
+        "excess_bits": json_float(row.excess_bits),
+        "verdict": row.verdict.value,
+    }
+
+
+def localise_schema(number: dict) -> dict:
+    """The JSON schema of :func:`localise_json` (``number``: the report's optional number)."""
+    count = {"type": "integer", "minimum": 0}
+    row = _object(
+        {
+            "step": count,
+            "phase": {"enum": list(PHASES)},
+            "path": {"type": "string"},
+            "engine_path": {"type": "string"},
+            "call": count,
+            "shape": {"type": "array", "items": count},
+            "strided": {"type": "boolean"},
+            "max_abs32": number,
+            "max_abs64": number,
+            "excess_bits": number,
+            "verdict": {"enum": [p.value for p in Precision]},
+        }
+    )
+    body = _object(
+        {
+            "line": {"type": "string"},
+            "first": {"type": ["integer", "null"], "minimum": 0},
+            "steps": count,
+            "rows": {"type": "array", "items": row},
+            "unmatched": {"type": "array", "items": {"type": "string"}},
+        }
+    )
+    return {"anyOf": [body, {"type": "null"}]}
+
+
+def _object(properties: dict) -> dict:
+    return {
+        "type": "object",
+        "required": list(properties),
+        "additionalProperties": False,
+        "properties": properties,
+    }
