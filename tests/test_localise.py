@@ -191,18 +191,28 @@ def _localise(plant: str):
 
 
 @pytest.mark.parametrize(
-    ("plant", "module"),
-    [("epsilon", "norm2"), ("bias", "fc2"), ("mask", "attn"), ("tanh", "act")],
+    ("plant", "module", "op"),
+    [
+        ("epsilon", "norm2", ("add_scalar", 5, 9)),  # var + epsilon (burn's LayerNorm order)
+        ("bias", "fc2", ("linear", 1, 1)),  # the engine's Linear is one primitive
+        ("mask", "attn", ("mask_fill", 6, 9)),
+        ("tanh", "act", ("powf_scalar", 1, 8)),  # the first op of the tanh approximation
+    ],
 )
-def test_planted_difference_is_named_formula(plant, module):
+def test_planted_difference_is_named_formula(plant, module, op):
     found = _localise(plant)
     first = found.first
     assert first is not None, verdict_text(found)
     assert (first.step, first.phase, first.path) == (0, "forward", module), verdict_text(found)
     assert first.verdict == Precision.FORMULA
     assert first.excess_bits > 20  # a formula: ~29 bits (float64 eps / float32 eps)
+    name, number, count = op
+    assert (found.op.name, found.op.index + 1, found.op.count) == op
     text = verdict_text(found)
-    assert text.startswith(f"first parts at step 0, forward, `{module}` output: float64 says")
+    assert text.startswith(
+        f"first parts at step 0, forward, `{module}` output > `{name}` (engine op {number} of "
+        f"{count}): float64 says formula ("
+    )
     # Every module before it in model order is rounding.
     before = found.rows[: found.rows.index(first)]
     assert before and all(row.verdict == Precision.ROUNDING for row in before)

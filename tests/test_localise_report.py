@@ -78,12 +78,15 @@ def test_a_localised_case_reports_its_first_parting_module(tmp_path):
     assert (first.step, first.phase, first.path) == (0, "forward", "fc2")
     line = render_case_line(report).splitlines()[1]
     assert line.startswith(
-        "       localise: first parts at step 0, forward, `fc2` output: float64 says formula ("
+        "       localise: first parts at step 0, forward, `fc2` output > `add_scalar` (engine op "
+        "2 of 2): float64 says formula ("
     )
     doc = cases_json([report])
     assert schema_errors(doc, REPORT_SCHEMA) == []
     table = doc["cases"][0]["localisation"]
     assert table["rows"][table["first"]]["path"] == "fc2"
+    assert table["op"] == {"name": "add_scalar", "index": 1, "count": 2, "shape": [4, 3],
+                           "torch_ops": table["op"]["torch_ops"]}  # fmt: skip
     assert table["line"] == verdict_text(report.localisation)
 
 

@@ -10,6 +10,7 @@ from harness.localise.capture import (
     localise,
     torch_capture,
 )
+from harness.localise.ops import OpVerdict, localise_ops
 from harness.localise.paths import engine_paths
 from harness.localise.run import capture_side, localise_sides
 from harness.localise.verdict import Localisation, ModuleRow, compare, model_order, verdict_text
@@ -20,11 +21,13 @@ __all__ = [
     "Localisation",
     "Localise",
     "ModuleRow",
+    "OpVerdict",
     "capture_side",
     "compare",
     "engine_capture",
     "engine_paths",
     "localise",
+    "localise_ops",
     "localise_sides",
     "model_order",
     "torch_capture",

@@ -131,6 +131,7 @@ class _Calls:
     counts: dict[str, int] = field(default_factory=dict)
     depth: int = 0
     active: bool = False
+    listener: Any = None  # called as listener("start" | "finish", where) (op-level capture)
 
     def enter(self, module, named_modules) -> tuple[int, str, int] | None:
         """The key of this call, or None when it is not captured; call ``leave`` after it."""
@@ -158,6 +159,10 @@ class _Calls:
         if where is not None:
             self.capture.events.append(("finish", where))
 
+    def hear(self, event: str, where) -> None:
+        if where is not None and self.listener is not None:
+            self.listener(event, where)
+
 
 def _key(where: tuple[int, str, int], phase: str) -> Key:
     step, path, call = where
@@ -182,13 +187,14 @@ def _first_torch_tensor(value) -> Any:
 
 
 @contextlib.contextmanager
-def torch_capture(spec: Localise) -> Iterator[Capture]:
+def torch_capture(spec: Localise, listener=None) -> Iterator[Capture]:
     """Capture every ``torch.nn.Module`` call of the model while the block runs (global module
-    hooks: any model, no registration per instance)."""
+    hooks: any model, no registration per instance); ``listener(event, where)`` hears each
+    captured call start and finish (before its output is read)."""
     from torch.nn.modules import module as torch_module
 
     capture = Capture(spec)
-    calls = _Calls(capture)
+    calls = _Calls(capture, listener=listener)
     pending: dict[int, tuple[int, str, int] | None] = {}
 
     def named(module):
@@ -206,16 +212,19 @@ def torch_capture(spec: Localise) -> Iterator[Capture]:
 
         i = next((i for i, a in enumerate(args) if isinstance(a, torch.Tensor)), None)
         if i is None or not args[i].requires_grad:
+            calls.hear("start", where)
             return None  # no tensor argument, or an untracked one: no input gradient
         first = args[i]
         view = first.view_as(first)
         view.register_hook(_torch_hook(capture, _key(where, "grad_input")))
+        calls.hear("start", where)
         # Every argument that is this tensor gets the one view: attention's `q is k is v` test
         # picks its packed projection, and must still pick it under capture.
         return tuple(view if a is first else a for a in args)
 
     def post(module, args, output):
         where = pending.pop(id(module), None)
+        calls.hear("finish", where)
         calls.leave(where)
         if where is None:
             return None
@@ -296,12 +305,13 @@ def _first_engine_tensor(value) -> Any:
 
 
 @contextlib.contextmanager
-def engine_capture(spec: Localise) -> Iterator[Capture]:
-    """Capture every engine ``Module`` call of the model while the block runs."""
+def engine_capture(spec: Localise, listener=None) -> Iterator[Capture]:
+    """Capture every engine ``Module`` call of the model while the block runs (``listener``:
+    as for ``torch_capture``)."""
     from harness.engine.autodiff import next_node_id
 
     capture = Capture(spec)
-    calls = _Calls(capture)
+    calls = _Calls(capture, listener=listener)
     originals = {cls: vars(cls)["forward"] for cls in _module_classes()}
     inside: list[Any] = []  # the modules whose forward runs, innermost last
 
@@ -318,9 +328,11 @@ def engine_capture(spec: Localise) -> Iterator[Capture]:
                 if found is not None:
                     capture.put(_key(where, "input"), np.array(found._data))
             first_id = next_node_id()  # nodes built by this call have larger ids
+            calls.hear("start", where)
             try:
                 out = original(self, *args, **kwargs)
             finally:
+                calls.hear("finish", where)
                 inside.pop()
                 calls.leave(where)
             if where is not None:

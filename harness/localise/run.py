@@ -7,11 +7,13 @@ returns under capture is never written, so capture cannot change a side file or 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness import record
 from harness.localise.capture import Capture, Localise, engine_capture, torch_capture
+from harness.localise.ops import localise_ops
 from harness.localise.verdict import Localisation, compare
 from harness.runner import FLOAT64, THREADS, pinned, side_dtype
 
@@ -37,16 +39,25 @@ def localise_sides(
     engine_fn: Callable[..., Mapping[str, Any]],
     spec: Localise,
     threads: int = THREADS,
+    *,
+    ops: bool = True,
 ) -> Localisation:
-    """Both sides captured in float32 and in float64 (each side takes ``dtype=``), compared."""
+    """Both sides captured in float32 and in float64 (each side takes ``dtype=``), compared;
+    with ``ops``, a first parting module output is looked into op by op (four more runs)."""
     runs = {
         (side, dtype): capture_side(fn, side, spec, dtype, threads)[1]
         for dtype in ("float32", FLOAT64)
         for side, fn in (("torch", torch_fn), ("engine", engine_fn))
     }
-    return compare(
+    found = compare(
         runs["torch", "float32"],
         runs["engine", "float32"],
         runs["torch", FLOAT64],
         runs["engine", FLOAT64],
     )
+    first = found.first
+    if not ops or first is None or first.phase != "forward":
+        return found
+    key = (first.step, first.phase, first.path, first.call)
+    op = localise_ops(torch_fn, engine_fn, spec, key, first.engine_path, threads)
+    return dataclasses.replace(found, op=op)

@@ -16,6 +16,7 @@ formula leaves the float64 sides as far apart as the float32 ones, 2**29 times r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -65,12 +66,14 @@ class ModuleRow:
 class Localisation:
     """The per-module table in model order, the first row that leaves rounding (None:
     rounding everywhere), the steps captured, and the torch values with no engine counterpart
-    (path not found, or another shape), as ``"<path> <what>"``."""
+    (path not found, or another shape), as ``"<path> <what>"``; ``op``: the first engine op
+    of that module call no torch op explains (``harness.localise.ops``), when looked for."""
 
     rows: tuple[ModuleRow, ...]
     first: ModuleRow | None
     steps: int
     unmatched: tuple[str, ...]
+    op: Any = None  # harness.localise.ops.OpVerdict: where inside ``first`` (a forward output)
 
 
 def model_order(capture: Capture) -> list[Key]:
@@ -171,6 +174,9 @@ def verdict_text(found: Localisation) -> str:
     if first.call:
         where += f" call {first.call}"
     where += f" {first.what}"
+    if found.op is not None:
+        op = found.op
+        where += f" > `{op.name}` (engine op {op.index + 1} of {op.count})"
     if first.phase == "input":  # the gap was made by code outside any captured module
         before = found.rows[: found.rows.index(first)]
         if before:

@@ -20,8 +20,19 @@ def localise_json(found: Localisation | None) -> dict[str, Any] | None:
         "line": verdict_text(found),
         "first": first,
         "steps": found.steps,
+        "op": None if found.op is None else _op_json(found.op),
         "rows": [_row_json(row) for row in found.rows],
         "unmatched": list(found.unmatched),
+    }
+
+
+def _op_json(op) -> dict[str, Any]:
+    return {
+        "name": op.name,
+        "index": op.index,
+        "count": op.count,
+        "shape": list(op.shape),
+        "torch_ops": op.torch_ops,
     }
 
 
@@ -64,6 +75,21 @@ def localise_schema(number: dict) -> dict:
             "line": {"type": "string"},
             "first": {"type": ["integer", "null"], "minimum": 0},
             "steps": count,
+            # the first engine op of the parting forward call no torch op explains, or null
+            "op": {
+                "anyOf": [
+                    _object(
+                        {
+                            "name": {"type": "string"},
+                            "index": count,
+                            "count": count,
+                            "shape": {"type": "array", "items": count},
+                            "torch_ops": count,
+                        }
+                    ),
+                    {"type": "null"},
+                ]
+            },
             "rows": {"type": "array", "items": row},
             "unmatched": {"type": "array", "items": {"type": "string"}},
         }
