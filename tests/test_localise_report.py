@@ -9,6 +9,7 @@ import pytest
 
 from harness.case import CaseDefinitionError, load_case
 from harness.localise import Localisation, ModuleRow, verdict_text
+from harness.report.html import render_cases_html
 from harness.report.json_doc import cases_json
 from harness.report.schema import REPORT_SCHEMA, schema_errors
 from harness.report.text import render_case_line
@@ -88,6 +89,10 @@ def test_a_localised_case_reports_its_first_parting_module(tmp_path):
     assert table["op"] == {"name": "add_scalar", "index": 1, "count": 2, "shape": [4, 3],
                            "torch_ops": table["op"]["torch_ops"]}  # fmt: skip
     assert table["line"] == verdict_text(report.localisation)
+    page = render_cases_html([report])
+    assert '<p class="verdict">localise: first parts at step 0, forward, `fc2` output' in page
+    assert page.count("background:hsl(") == len(report.localisation.rows)  # one step
+    assert "border:2px solid black" in page  # the first parting value is outlined
 
 
 def test_an_unchanged_case_says_rounding_everywhere(tmp_path):

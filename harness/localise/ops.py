@@ -114,11 +114,17 @@ def torch_op_capture(spec: Localise, target: tuple[int, str, int]) -> Iterator[_
             return
         if event == "start":
             mode.__enter__()
-        else:
+            recorder.active = True
+        elif recorder.active:
             mode.__exit__(None, None, None)
+            recorder.active = False
 
-    with torch_capture(spec, listener):
-        yield recorder
+    try:
+        with torch_capture(spec, listener):
+            yield recorder
+    finally:
+        if recorder.active:  # the call raised: its post-hook never ran
+            mode.__exit__(None, None, None)
 
 
 @contextlib.contextmanager

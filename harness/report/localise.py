@@ -104,3 +104,38 @@ def _object(properties: dict) -> dict:
         "additionalProperties": False,
         "properties": properties,
     }
+
+
+def localise_html(found: Localisation | None) -> str:
+    """The verdict and a strip of the first parting step (step 0 when rounding everywhere):
+    one cell per compared value in model order, coloured by its bits over rounding (green at
+    0, red from 29, the formula's 2**29), its path and value in its title."""
+    if found is None or not found.rows:
+        return ""
+    from harness.report.html_parts import escape
+
+    step = found.first.step if found.first is not None else found.rows[0].step
+    cells = "".join(_strip_cell(row, row is found.first) for row in found.rows if row.step == step)
+    return (
+        f'<div class="localise"><p class="verdict">localise: {escape(verdict_text(found))}</p>'
+        f'<div class="strip" style="display:flex;flex-wrap:wrap;gap:1px">{cells}</div></div>'
+    )
+
+
+_FORMULA_BITS = 29.0  # float64 eps / float32 eps: where a formula difference sits
+
+
+def _strip_cell(row: ModuleRow, first: bool) -> str:
+    from harness.report.html_parts import escape
+
+    bits = row.excess_bits
+    share = 1.0 if bits != bits or bits > _FORMULA_BITS else max(bits, 0.0) / _FORMULA_BITS
+    hue = round(120 * (1 - share))
+    border = "2px solid black" if first else "1px solid #ccc"
+    title = escape(
+        f"step {row.step} {row.path or '(model)'} {row.what}: {bits:.1f} bits, {row.verdict}"
+    )
+    return (
+        f'<span title="{title}" style="display:inline-block;width:10px;height:18px;'
+        f'background:hsl({hue},70%,50%);border:{border}"></span>'
+    )
