@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from harness import record
-from harness.localise import engine_capture, localise, torch_capture
+from harness.case import localise
+from harness.localise import engine_capture, torch_capture
 
 CASE = Path(__file__).resolve().parent.parent / "cases" / "transformer_train.py"
 SPEC = localise(steps=2)

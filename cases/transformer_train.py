@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 
 from harness.a1 import f32, import_torch_weights
-from harness.case import agree, differ
+from harness.case import agree, differ, localise
 from harness.engine import (
     AdamConfig,
     CrossEntropyLossConfig,
@@ -54,7 +54,6 @@ from harness.engine import (
     TransformerEncoderConfig,
     TransformerEncoderInput,
 )
-from harness.localise import localise
 from harness.tolerances import Tolerance
 
 B, S, V, D, NH, FF, LAYERS = 8, 12, 10, 32, 4, 64, 2
@@ -204,8 +203,8 @@ GOLDEN_TOLERANCES = {
     ),
 }
 
-# Where inside the first two steps the sides part (harness.localise): four more runs, kept
-# out of the side files.
+# Where inside the first two steps the sides part (harness.localise): more runs of the
+# sides, kept out of the side files.
 LOCALISE = localise(steps=2)
 
 CHECKS = [

@@ -308,6 +308,37 @@ def predicate(text: str, fn: Callable[[Any, Any], bool]) -> Relation:
 
 
 # ---------------------------------------------------------------------------------------------
+# Localising: where inside a step the sides part (run by harness.localise)
+
+
+@dataclass(frozen=True)
+class Localise:
+    """A case's opt-in (``LOCALISE = localise(steps=2)``): which steps are captured, the size
+    over which a tensor is kept as a stride of its elements, and path mappings beyond weight
+    import's (``paths``: exact torch path -> engine path; ``remap``: ``(pattern, replacement)``
+    pairs in burn-store's ``KeyRemapper`` syntax, applied to torch paths first)."""
+
+    steps: int = 1
+    cap: int = 65536
+    paths: tuple[tuple[str, str], ...] = ()
+    remap: tuple[tuple[str, str], ...] = ()
+
+
+def localise(
+    *,
+    steps: int = 1,
+    cap: int = 65536,
+    paths: dict[str, str] | None = None,
+    remap: tuple[tuple[str, str], ...] = (),
+) -> Localise:
+    """The ``LOCALISE`` of a case file (see :class:`Localise`): the sides run four more times
+    under module capture (``harness.localise``), in float32 and float64."""
+    if steps < 1 or cap < 1:
+        raise ValueError(f"localise: steps and cap must be at least 1, got {steps} and {cap}")
+    return Localise(steps, cap, tuple((paths or {}).items()), tuple(remap))
+
+
+# ---------------------------------------------------------------------------------------------
 # Cases
 
 
@@ -321,7 +352,7 @@ class Case:
     checks: tuple[Check, ...]
     tolerances: Mapping[str, Tolerance]
     golden_tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
-    localise: Any = None  # harness.localise.Localise: where inside a step the sides part
+    localise: Localise | None = None  # where inside a step the sides part
 
     def side_fn(self, side: str) -> Callable[..., Mapping[str, Any]]:
         return self.torch_side if side == "torch" else self.engine_side
@@ -391,16 +422,14 @@ def load_case(path: Path) -> Case:
 
 
 def _localise_of(path: Path, module) -> Any:
-    """The case's ``LOCALISE`` (``harness.localise.localise(...)``), or None; its sides then
+    """The case's ``LOCALISE`` (``localise(...)``), or None; its sides then
     take ``dtype``: the localisation compares float32 and float64 runs."""
-    from harness.localise import Localise
-
     found = getattr(module, "LOCALISE", None)
     if found is None:
         return None
     if not isinstance(found, Localise):
         raise CaseDefinitionError(
-            f"{path}: LOCALISE: expected harness.localise.localise(...), got {found!r}"
+            f"{path}: LOCALISE: expected harness.case.localise(...), got {found!r}"
         )
     for attr in ("torch_side", "engine_side"):
         _check_dtype_parameter(path, attr, getattr(module, attr))

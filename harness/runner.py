@@ -8,24 +8,21 @@ experiment once; ``harness.session`` runs many cases (shards, worker processes, 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import pickle
-import random
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from harness import environment, golden, record
 from harness.case import GOLDEN_DIR, OUT_DIR, SIDES, Case
 from harness.checks import evaluate
 from harness.diff import Diff, diff_values
 from harness.mismatches import LIMIT
+from harness.pinning import FLOAT64, THREADS, pinned, side_dtype
 from harness.results import (
     CaseReport,
     CheckReport,
@@ -37,38 +34,10 @@ from harness.results import (
 )
 from harness.tolerances import Tolerance
 
-SEED = 0
-THREADS = 1  # BLAS and torch threads while a side runs: outputs independent of the machine
 MAX_FRAMES = 8  # frames of a side's traceback kept: the case's first two, then the last ones
 
 # ---------------------------------------------------------------------------------------------
 # Running both sides
-
-
-@contextlib.contextmanager
-def pinned(side: str, threads: int = THREADS) -> Iterator[None]:
-    """``threads`` threads for BLAS and torch (one by default), and fixed seeds, so outputs do
-    not depend on the machine."""
-    from threadpoolctl import threadpool_limits
-
-    random.seed(SEED)
-    np.random.seed(SEED)
-    if side == "torch":
-        import torch
-
-        torch.manual_seed(SEED)
-        previous = torch.get_num_threads()
-        torch.set_num_threads(threads)
-    else:
-        from harness import engine
-
-        engine.seed(SEED)
-    try:
-        with threadpool_limits(limits=threads):
-            yield
-    finally:
-        if side == "torch":
-            torch.set_num_threads(previous)
 
 
 def run_side(
@@ -82,18 +51,6 @@ def run_side(
     with pinned(side, threads):
         fn = case.side_fn(side)
         return record.normalize(fn() if dtype is None else fn(dtype=side_dtype(side, dtype)))
-
-
-FLOAT64 = "float64"
-
-
-def side_dtype(side: str, name: str) -> Any:
-    """The dtype object a side receives for a dtype name."""
-    if side == "torch":
-        import torch
-
-        return getattr(torch, name)
-    return name
 
 
 def side_error(case: Case, side: str, exc: BaseException, *, rerun: bool = False) -> SideError:
@@ -345,7 +302,7 @@ def judge_case(
 def _localised(case: Case) -> tuple[Any, str | None]:
     """The case's localisation (four more runs, under capture; nothing is written), or the
     exception that stopped it, in one line."""
-    from harness.localise import localise_sides  # harness.localise runs sides through here
+    from harness.localise import localise_sides
 
     try:
         return localise_sides(case.torch_side, case.engine_side, case.localise), None

@@ -18,6 +18,7 @@ from torch import nn
 
 from harness import record
 from harness.a1 import import_torch_weights
+from harness.case import localise
 from harness.engine import (
     CrossEntropyLossConfig,
     Device,
@@ -34,12 +35,11 @@ from harness.localise import (
     capture_side,
     engine_capture,
     engine_paths,
-    localise,
     localise_sides,
     model_order,
     torch_capture,
-    verdict_text,
 )
+from harness.report.localise import verdict_text
 from harness.runner import run_side
 from harness.trajectory import Precision
 

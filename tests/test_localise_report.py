@@ -8,11 +8,12 @@ import textwrap
 import pytest
 
 from harness.case import CaseDefinitionError, load_case
-from harness.localise import Localisation, ModuleRow, verdict_text
 from harness.report.html import render_cases_html
 from harness.report.json_doc import cases_json
+from harness.report.localise import verdict_text
 from harness.report.schema import REPORT_SCHEMA, schema_errors
 from harness.report.text import render_case_line
+from harness.results import Localisation, ModuleRow
 from harness.runner import check_case
 from harness.trajectory import Precision
 
@@ -24,10 +25,9 @@ import torch
 import torch.nn.functional as F
 
 from harness.a1 import a1_engine, a1_torch
-from harness.case import agree
+from harness.case import agree, localise
 from harness.engine import CrossEntropyLossConfig, Device
 from harness.engine.module.layers import Linear
-from harness.localise import localise
 
 PLANT = {plant}
 
@@ -121,7 +121,7 @@ def test_a_malformed_localise_is_a_one_line_error(tmp_path):
         _case(tmp_path, localise="2")
     assert str(raised.value) == (
         f"{tmp_path / 'cases' / 'a1_localised.py'}: LOCALISE: expected "
-        "harness.localise.localise(...), got 2"
+        "harness.case.localise(...), got 2"
     )
 
 

@@ -41,35 +41,11 @@ from typing import Any
 
 import numpy as np
 
+from harness.case import Localise
+
 PHASES = ("input", "forward", "grad_output", "grad_input")
 
 Key = tuple[int, str, str, int]  # (step, phase, module path, call index within the step)
-
-
-@dataclass(frozen=True)
-class Localise:
-    """A case's opt-in (``LOCALISE = localise(steps=2)``): which steps are captured, the size
-    over which a tensor is kept as a stride of its elements, and path mappings beyond weight
-    import's (``paths``: exact torch path -> engine path; ``remap``: ``(pattern, replacement)``
-    pairs in burn-store's ``KeyRemapper`` syntax, applied to torch paths first)."""
-
-    steps: int = 1
-    cap: int = 65536
-    paths: tuple[tuple[str, str], ...] = ()
-    remap: tuple[tuple[str, str], ...] = ()
-
-
-def localise(
-    *,
-    steps: int = 1,
-    cap: int = 65536,
-    paths: dict[str, str] | None = None,
-    remap: tuple[tuple[str, str], ...] = (),
-) -> Localise:
-    """The ``LOCALISE`` of a case file (see :class:`Localise`)."""
-    if steps < 1 or cap < 1:
-        raise ValueError(f"localise: steps and cap must be at least 1, got {steps} and {cap}")
-    return Localise(steps, cap, tuple((paths or {}).items()), tuple(remap))
 
 
 @dataclass(frozen=True)

@@ -26,15 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.localise.capture import (
-    Captured,
-    Key,
-    Localise,
-    engine_capture,
-    torch_capture,
-)
+from harness.case import Localise
+from harness.localise.capture import Captured, Key, engine_capture, torch_capture
 from harness.localise.verdict import _same_nonfinite_as_zero
-from harness.runner import FLOAT64, THREADS, pinned, side_dtype
+from harness.pinning import FLOAT64, THREADS, pinned, side_dtype
+from harness.results import OpVerdict
 from harness.trajectory import Precision, eps_gaps, precision_verdict
 
 
@@ -154,18 +150,6 @@ def engine_op_capture(spec: Localise, target: tuple[int, str, int]) -> Iterator[
             yield recorder
     finally:
         methods.tracked_output = original
-
-
-@dataclass(frozen=True)
-class OpVerdict:
-    """The op the engine's formula parts at: its name, index among the call's ``count``
-    recorded engine ops, shape, and the torch ops of the call (names, in order)."""
-
-    name: str
-    index: int
-    count: int
-    shape: tuple[int, ...]
-    torch_ops: int
 
 
 _CAPTURES = {"torch": torch_op_capture, "engine": engine_op_capture}

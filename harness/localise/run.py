@@ -12,10 +12,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness import record
-from harness.localise.capture import Capture, Localise, engine_capture, torch_capture
+from harness.case import Localise
+from harness.localise.capture import Capture, engine_capture, torch_capture
 from harness.localise.ops import localise_ops
-from harness.localise.verdict import Localisation, compare
-from harness.runner import FLOAT64, THREADS, pinned, side_dtype
+from harness.localise.verdict import compare
+from harness.pinning import FLOAT64, THREADS, pinned, side_dtype
+from harness.results import Localisation
 
 _CAPTURES = {"torch": torch_capture, "engine": engine_capture}
 

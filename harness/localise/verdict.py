@@ -15,65 +15,12 @@ formula leaves the float64 sides as far apart as the float32 ones, 2**29 times r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
 from harness.localise.capture import Capture, Captured, Key
 from harness.localise.paths import engine_paths
-from harness.trajectory import PARTS_BITS, Precision, eps_gaps, precision_verdict
-
-WHAT = {
-    "input": "input",
-    "forward": "output",
-    "grad_output": "output gradient",
-    "grad_input": "input gradient",
-}
-DIRECTION = {"input": "forward", "forward": "forward"} | dict.fromkeys(
-    ("grad_output", "grad_input"), "backward"
-)
-
-
-@dataclass(frozen=True)
-class ModuleRow:
-    """One captured value compared: where (step, phase, torch path, engine path, call), its
-    shape and whether only a stride of it was kept, the float32 and float64 pairs' max|diff|,
-    the float64 excess in bits over rounding, and the verdict."""
-
-    step: int
-    phase: str
-    path: str
-    engine_path: str
-    call: int
-    shape: tuple[int, ...]
-    strided: bool
-    max_abs32: float
-    max_abs64: float
-    excess_bits: float
-    verdict: Precision
-
-    @property
-    def what(self) -> str:
-        return WHAT[self.phase]
-
-    @property
-    def direction(self) -> str:
-        return DIRECTION[self.phase]
-
-
-@dataclass(frozen=True)
-class Localisation:
-    """The per-module table in model order, the first row that leaves rounding (None:
-    rounding everywhere), the steps captured, and the torch values with no engine counterpart
-    (path not found, or another shape), as ``"<path> <what>"``; ``op``: the first engine op
-    of that module call no torch op explains (``harness.localise.ops``), when looked for."""
-
-    rows: tuple[ModuleRow, ...]
-    first: ModuleRow | None
-    steps: int
-    unmatched: tuple[str, ...]
-    op: Any = None  # harness.localise.ops.OpVerdict: where inside ``first`` (a forward output)
+from harness.results import WHAT, Localisation, ModuleRow
+from harness.trajectory import Precision, eps_gaps, precision_verdict
 
 
 def model_order(capture: Capture) -> list[Key]:
@@ -160,33 +107,4 @@ def _max_abs(a: Captured, b: Captured) -> float:
     return float(np.abs(x - y)[finite].max(initial=0.0))
 
 
-def verdict_text(found: Localisation) -> str:
-    """The one line: where the two runs first part and why, or that they do not."""
-    first = found.first
-    if first is None:
-        return (
-            f"rounding everywhere: {len(found.rows)} module values over {found.steps} "
-            f"step(s) agree to rounding in float64"
-        )
-    where = f"`{first.path}`" if first.path else "the model's"
-    if first.engine_path != first.path:
-        where += f" (engine `{first.engine_path}`)"
-    if first.call:
-        where += f" call {first.call}"
-    where += f" {first.what}"
-    if found.op is not None:
-        op = found.op
-        where += f" > `{op.name}` (engine op {op.index + 1} of {op.count})"
-    if first.phase == "input":  # the gap was made by code outside any captured module
-        before = found.rows[: found.rows.index(first)]
-        if before:
-            where += f" (after `{before[-1].path or '(model)'}` {before[-1].what})"
-    finite = np.isfinite(first.excess_bits)
-    why = f"{first.excess_bits:.0f} bits over rounding" if finite else "not finite on one side"
-    return (
-        f"first parts at step {first.step}, {first.direction}, {where}: "
-        f"float64 says formula ({why})"
-    )
-
-
-__all__ = ["PARTS_BITS", "Localisation", "ModuleRow", "compare", "model_order", "verdict_text"]
+__all__ = ["compare", "model_order"]

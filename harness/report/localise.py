@@ -1,14 +1,45 @@
-"""The localisation of a case in the reports: the JSON per-module table (``localise_json``) and
-its schema (``localise_schema``); the text line is ``harness.localise.verdict_text``."""
+"""The localisation of a case in the reports: the one line (``verdict_text``), the JSON
+per-module table (``localise_json``) and its schema (``localise_schema``), the HTML strip
+(``localise_html``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.localise import Localisation, ModuleRow, verdict_text
-from harness.localise.capture import PHASES
+import numpy as np
+
 from harness.record import json_float
+from harness.results import PHASES, Localisation, ModuleRow
 from harness.trajectory import Precision
+
+
+def verdict_text(found: Localisation) -> str:
+    """The one line: where the two runs first part and why, or that they do not."""
+    first = found.first
+    if first is None:
+        return (
+            f"rounding everywhere: {len(found.rows)} module values over {found.steps} "
+            f"step(s) agree to rounding in float64"
+        )
+    where = f"`{first.path}`" if first.path else "the model's"
+    if first.engine_path != first.path:
+        where += f" (engine `{first.engine_path}`)"
+    if first.call:
+        where += f" call {first.call}"
+    where += f" {first.what}"
+    if found.op is not None:
+        op = found.op
+        where += f" > `{op.name}` (engine op {op.index + 1} of {op.count})"
+    if first.phase == "input":  # the gap was made by code outside any captured module
+        before = found.rows[: found.rows.index(first)]
+        if before:
+            where += f" (after `{before[-1].path or '(model)'}` {before[-1].what})"
+    finite = np.isfinite(first.excess_bits)
+    why = f"{first.excess_bits:.0f} bits over rounding" if finite else "not finite on one side"
+    return (
+        f"first parts at step {first.step}, {first.direction}, {where}: "
+        f"float64 says formula ({why})"
+    )
 
 
 def localise_json(found: Localisation | None) -> dict[str, Any] | None:

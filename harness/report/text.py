@@ -42,6 +42,7 @@ from harness.report.cells import (
     verdict,
 )
 from harness.report.elements import detail_lines, failure_headline, left_out_text
+from harness.report.localise import verdict_text
 from harness.report.trajectory import trajectory_headline, trajectory_line
 from harness.results import (
     CaseReport,
@@ -318,8 +319,6 @@ def worth_reporting(report: CaseReport) -> bool:
 def localise_lines(report: CaseReport) -> list[str]:
     """``localise: first parts at step 0, forward, `fc2` output: ...`` for a case with
     ``LOCALISE`` (none without)."""
-    from harness.localise import verdict_text
-
     if report.localise_error:
         return [report.localise_error]
     if report.localisation is None:
