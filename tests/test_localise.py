@@ -341,3 +341,16 @@ def test_paths_follow_weight_import_rules():
         "blocks.0": "layers.0",
         "": "",
     }
+
+
+@pytest.mark.parametrize("side", ["torch", "engine"])
+@pytest.mark.parametrize("name", ["transformer_train", "cnn_digits"])
+def test_capture_does_not_change_an_opted_in_case(name, side):
+    """The opted-in cases record the same side text under capture as without it."""
+    from harness.case import CASES_DIR, load_case
+
+    case = load_case(CASES_DIR / f"{name}.py")
+    plain = run_side(case, side)
+    captured, capture = capture_side(case.side_fn(side), side, case.localise, "float32")
+    assert capture.values
+    assert record.side_text(name, side, captured, {}) == record.side_text(name, side, plain, {})
