@@ -153,7 +153,7 @@ class ModuleRow:
     the float64 excess in bits over rounding, and the verdict."""
 
     step: int
-    phase: str
+    phase: str  # one of PHASES
     path: str
     engine_path: str
     call: int
@@ -189,8 +189,8 @@ class Localisation:
 
 @dataclass(frozen=True)
 class OpVerdict:
-    """The op the engine's formula parts at: its name, index among the call's ``count``
-    recorded engine ops, shape, and the torch ops of the call (names, in order)."""
+    """The op the engine's formula parts at: its name, its index among the ``count`` engine
+    ops the call recorded, its output's shape, and how many torch ops the call recorded."""
 
     name: str
     index: int

@@ -43,9 +43,7 @@ import numpy as np
 
 from harness.case import Localise
 
-PHASES = ("input", "forward", "grad_output", "grad_input")
-
-Key = tuple[int, str, str, int]  # (step, phase, module path, call index within the step)
+Key = tuple[int, str, str, int]  # (step, phase in harness.results.PHASES, module path, call)
 
 
 @dataclass(frozen=True)
