@@ -354,3 +354,29 @@ def test_capture_does_not_change_an_opted_in_case(name, side):
     captured, capture = capture_side(case.side_fn(side), side, case.localise, "float32")
     assert capture.values
     assert record.side_text(name, side, captured, {}) == record.side_text(name, side, plain, {})
+
+
+def test_op_capture_leaves_the_engine_and_torch_as_they_were():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    from harness.engine import methods
+    from harness.localise.ops import capture_ops
+
+    original = methods.tracked_output
+    ops = capture_ops(lambda dtype: engine_side("none", dtype), "engine", SPEC, (0, "norm2", 0),
+                      "float32")  # fmt: skip
+    assert [o.name for o in ops][:2] == ["mean_dim", "sub"]  # burn's LayerNorm order
+    assert methods.tracked_output is original
+
+    def raising(dtype):  # the target call raises: its post-hook never runs
+        model = _torch_model("none", dtype)
+
+        def fails(x):
+            raise RuntimeError("inside the target call")
+
+        model.norm2.forward = fails
+        model(torch.from_numpy(_inputs("float32")[0]))
+
+    with pytest.raises(RuntimeError, match="inside the target call"):
+        capture_ops(raising, "torch", SPEC, (0, "norm2", 0), "float32")
+    assert _get_current_dispatch_mode() is None

@@ -142,3 +142,21 @@ def test_verdict_lines_to_the_letter():
         "first parts at step 0, backward, `attn` input gradient: float64 says formula "
         "(not finite on one side)"
     )
+
+
+def test_a_side_raising_under_localise_is_reported_not_raised(tmp_path):
+    case = _case(tmp_path)
+    text = case.path.read_text().replace(
+        "    device = Device.flex().autodiff()\n",
+        "    device = Device.flex().autodiff()\n"
+        "    if dtype == 'float64':\n"
+        "        raise ValueError('no float64 here')\n",
+    )
+    case.path.write_text(text)
+    report = check_case(load_case(case.path), golden_dir=tmp_path / "g", out_dir=tmp_path / "o")
+    assert report.localisation is None
+    assert report.localise_error == "localise: ValueError: no float64 here"
+    assert render_case_line(report).splitlines()[1] == (
+        "       localise: ValueError: no float64 here"
+    )
+    assert schema_errors(cases_json([report]), REPORT_SCHEMA) == []
