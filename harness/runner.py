@@ -29,6 +29,7 @@ from harness.results import (
     Frame,
     GoldenReport,
     GoldenStatus,
+    Localisation,
     SideError,
     agree_checks_hold,
 )
@@ -275,7 +276,7 @@ def check_case(
     started = time.perf_counter()
     run = run_case(case, out_dir, threads=threads)
     return judge_case(run, update=update, force=force, golden_dir=golden_dir, limit=limit,
-                      started=started)  # fmt: skip
+                      started=started, threads=threads)  # fmt: skip
 
 
 def judge_case(
@@ -286,26 +287,28 @@ def judge_case(
     golden_dir: Path = GOLDEN_DIR,
     limit: int | None = LIMIT,
     started: float,
+    threads: int = THREADS,
 ) -> CaseReport:
     """The second half of ``check_case``: evaluate the checks of a finished run, compare (or
-    rewrite) its goldens; the report's seconds run from ``started`` (``time.perf_counter``)."""
+    rewrite) its goldens, localise a case with ``LOCALISE`` (its sides run with ``threads``);
+    the report's seconds run from ``started`` (``time.perf_counter``)."""
     checks = evaluate(run, limit=limit)
     judge = _Judge(update, force, agree_checks_hold(checks), golden_dir, limit)
     goldens = {side: judge.golden(run, side) for side in SIDES}
+    localisation, problem = None, None
+    if run.case.localise is not None and not run.error:
+        localisation, problem = _localised(run.case, threads)
     report = _case_report(run, checks, goldens, time.perf_counter() - started)
-    if run.case.localise is None or run.error:
-        return report
-    localisation, problem = _localised(run.case)
     return dataclasses.replace(report, localisation=localisation, localise_error=problem)
 
 
-def _localised(case: Case) -> tuple[Any, str | None]:
-    """The case's localisation (four more runs, under capture; nothing is written), or the
-    exception that stopped it, in one line."""
+def _localised(case: Case, threads: int) -> tuple[Localisation | None, str | None]:
+    """The case's localisation (more runs of its sides, under capture; nothing is written), or
+    the exception that stopped it, in one line."""
     from harness.localise import localise_sides
 
     try:
-        return localise_sides(case.torch_side, case.engine_side, case.localise), None
+        return localise_sides(case.torch_side, case.engine_side, case.localise, threads), None
     except Exception as exc:  # a finding to report, as a side's error is
         return None, f"localise: {type(exc).__name__}: {exc}"
 
