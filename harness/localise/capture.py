@@ -28,7 +28,8 @@ even stride of about ``cap`` of its elements (the same elements on both sides, s
 equal), so memory is bounded by steps x modules x cap.
 
 The engine's normal path is untouched: capture patches each ``Module`` subclass's ``forward``
-only while ``engine_capture()`` is active, and restores it on exit.
+only while ``engine_capture()`` is active, and restores it on exit (so a class defined inside
+the side, after capture began, is not captured).
 """
 
 from __future__ import annotations
