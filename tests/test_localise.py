@@ -344,7 +344,7 @@ def test_paths_follow_weight_import_rules():
 
 
 @pytest.mark.parametrize("side", ["torch", "engine"])
-@pytest.mark.parametrize("name", ["transformer_train", "cnn_digits"])
+@pytest.mark.parametrize("name", ["transformer_train", "cnn_digits", "lstm_gates"])
 def test_capture_does_not_change_an_opted_in_case(name, side):
     """The opted-in cases record the same side text under capture as without it."""
     from harness.case import CASES_DIR, load_case
