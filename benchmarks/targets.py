@@ -258,6 +258,24 @@ TARGETS: tuple[Target, ...] = (
         source="context",
     ),
     Target(
+        "localise capture / torch",
+        "transformer_train's torch side (20 Adam steps) with its first 2 steps under module "
+        "capture (harness.localise), against the same side uncaptured",
+        "captured",
+        "plain",
+        None,
+        source="context",
+    ),
+    Target(
+        "localise capture / engine",
+        "transformer_train's engine side (20 Adam steps) with its first 2 steps under module "
+        "capture (harness.localise), against the same side uncaptured",
+        "captured",
+        "plain",
+        None,
+        source="context",
+    ),
+    Target(
         "one case: train_step",
         "compare.py --case train_step (builds a torch.optim optimizer: imports torch._dynamo)",
         "train_step",

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.case import agree, differ, expect, predicate, trajectory
+from harness.case import agree, differ, expect, localise, predicate, trajectory
 from harness.engine import (
     AdaptiveAvgPool2dConfig,
     BatchNormConfig,
@@ -181,6 +181,10 @@ def _unbiased_running_var(torch_var, engine_var) -> bool:
     e = np.asarray(engine_var, np.float64) - start
     return bool(np.allclose(t, e * scale, rtol=1e-5, atol=1e-7))
 
+
+# Where inside the first two steps the sides part (harness.localise): more runs of the
+# sides, kept out of the side files.
+LOCALISE = localise(steps=2)
 
 CHECKS = [
     # The store lists PyTorch's BatchNorm keys it loaded through the gamma / beta fallback as

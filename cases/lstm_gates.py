@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from harness.a1 import import_torch_weights
-from harness.case import agree, differ, equals, expect, predicate
+from harness.case import agree, differ, equals, expect, localise, predicate
 from harness.engine import (
     GRU_GATES,
     LSTM_GATES,
@@ -42,15 +42,17 @@ def _load(engine_module, torch_module):
     return model
 
 
-def _torch_modules():
+def _torch_modules(dtype=torch.float32):
+    """Initialised in float32, then cast exactly (the float64 runs of LOCALISE)."""
     torch.manual_seed(15)
-    return torch.nn.LSTM(D_IN, H, batch_first=True), torch.nn.GRU(D_IN, H, batch_first=True)
+    lstm = torch.nn.LSTM(D_IN, H, batch_first=True).to(dtype)
+    return lstm, torch.nn.GRU(D_IN, H, batch_first=True).to(dtype)
 
 
-def _data():
+def _data(dtype="float32"):
     rng = np.random.default_rng(16)
-    x = rng.standard_normal((B, T, D_IN)).astype(np.float32)
-    cot = rng.standard_normal((B, T, H)).astype(np.float32)
+    x = rng.standard_normal((B, T, D_IN)).astype(np.float32).astype(dtype)
+    cot = rng.standard_normal((B, T, H)).astype(np.float32).astype(dtype)
     return x, cot
 
 
@@ -86,9 +88,9 @@ def _engine_gates(model, gates, prefix, grads=None):
     return out
 
 
-def torch_side():
-    lstm, gru = _torch_modules()
-    x_np, cot_np = _data()
+def torch_side(dtype=torch.float32):
+    lstm, gru = _torch_modules(dtype)
+    x_np, cot_np = _data(str(dtype).removeprefix("torch."))
     values = {
         "lstm.torch_chunk_order": ["i", "f", "g", "o"],
         **_gate_slices(lstm, LSTM_GATES, "lstm.weights"),
@@ -110,18 +112,18 @@ def torch_side():
     (out * torch.from_numpy(cot_np)).sum().backward()
     values |= {"gru.output": out, "gru.hidden": h_n[0], "gru.grad_x": xg.grad}
     values |= _gate_slices(gru, GRU_GATES, "gru.grads", grad=True)
-    default = torch.nn.LSTM(D_IN, H)  # PyTorch's default: batch_first=False
+    default = torch.nn.LSTM(D_IN, H).to(dtype)  # PyTorch's default: batch_first=False
     default.load_state_dict(lstm.state_dict())
     values["batch_first.default_output"] = default(torch.from_numpy(x_np))[0]
     return values
 
 
-def engine_side():
+def engine_side(dtype="float32"):
     device = Device.flex().autodiff()
-    lstm_t, gru_t = _torch_modules()
+    lstm_t, gru_t = _torch_modules(getattr(torch, dtype))  # the params take the file's dtype
     lstm = _load(LstmConfig(D_IN, H, True).init(device), lstm_t)
     gru = _load(GruConfig(D_IN, H, True).init(device), gru_t)
-    x_np, cot_np = _data()
+    x_np, cot_np = _data(dtype)
     values = {
         "lstm.burn_gate_of_chunk": list(LSTM_GATES),
         "lstm.burn_field_order": [p.split(".")[0] for p, _ in lstm.params()][::4],
@@ -172,6 +174,10 @@ _GATE_GRADS = Tolerance(
     "(4.5e-07 relative) on five CPU kernels; rtol 2e-6 is ~17 ULP",
 )
 TOLERANCES = {"lstm.grads.*": _GATE_GRADS, "gru.grads.*": _GATE_GRADS}
+
+# Where inside the step the sides part (harness.localise): more runs of the sides, kept out
+# of the side files. torch's LSTM is one fused module, so only the model's own values meet.
+LOCALISE = localise(steps=2)
 
 CHECKS = [
     agree("lstm.weights.*"),

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 
 from harness.a1 import f32, import_torch_weights
-from harness.case import agree, differ
+from harness.case import agree, differ, localise
 from harness.engine import (
     AdamConfig,
     CrossEntropyLossConfig,
@@ -202,6 +202,10 @@ GOLDEN_TOLERANCES = {
         "up to 4.8e-07 over 20 Adam steps (five CPU kernels measured); 4x that",
     ),
 }
+
+# Where inside the first two steps the sides part (harness.localise): more runs of the
+# sides, kept out of the side files.
+LOCALISE = localise(steps=2)
 
 CHECKS = [
     differ("steps.*", because="harness.engine.optim.Adam", systematic="linear"),

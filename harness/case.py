@@ -308,6 +308,37 @@ def predicate(text: str, fn: Callable[[Any, Any], bool]) -> Relation:
 
 
 # ---------------------------------------------------------------------------------------------
+# Localising: where inside a step the sides part (run by harness.localise)
+
+
+@dataclass(frozen=True)
+class Localise:
+    """A case's opt-in (``LOCALISE = localise(steps=2)``): which steps are captured, the size
+    over which a tensor is kept as a stride of its elements, and path mappings beyond weight
+    import's (``paths``: exact torch path -> engine path; ``remap``: ``(pattern, replacement)``
+    pairs in burn-store's ``KeyRemapper`` syntax, applied to torch paths first)."""
+
+    steps: int = 1
+    cap: int = 65536
+    paths: tuple[tuple[str, str], ...] = ()
+    remap: tuple[tuple[str, str], ...] = ()
+
+
+def localise(
+    *,
+    steps: int = 1,
+    cap: int = 65536,
+    paths: dict[str, str] | None = None,
+    remap: tuple[tuple[str, str], ...] = (),
+) -> Localise:
+    """The ``LOCALISE`` of a case file (see :class:`Localise`): the sides run four more times
+    under module capture (``harness.localise``), in float32 and float64."""
+    if steps < 1 or cap < 1:
+        raise ValueError(f"localise: steps and cap must be at least 1, got {steps} and {cap}")
+    return Localise(steps, cap, tuple((paths or {}).items()), tuple(remap))
+
+
+# ---------------------------------------------------------------------------------------------
 # Cases
 
 
@@ -321,6 +352,7 @@ class Case:
     checks: tuple[Check, ...]
     tolerances: Mapping[str, Tolerance]
     golden_tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    localise: Localise | None = None  # where inside a step the sides part
 
     def side_fn(self, side: str) -> Callable[..., Mapping[str, Any]]:
         return self.torch_side if side == "torch" else self.engine_side
@@ -368,6 +400,7 @@ def load_case(path: Path) -> Case:
     labels = [c.label for c in checks]
     if len(set(labels)) != len(labels):
         raise CaseDefinitionError(f"{path}: CHECKS: duplicate check {labels}")
+    localise = _localise_of(path, module)
     tolerances = dict(getattr(module, "TOLERANCES", {}))
     golden_tolerances = dict(getattr(module, "GOLDEN_TOLERANCES", {}))
     for attr, table in (("TOLERANCES", tolerances), ("GOLDEN_TOLERANCES", golden_tolerances)):
@@ -384,7 +417,23 @@ def load_case(path: Path) -> Case:
         checks=checks,
         tolerances=tolerances,
         golden_tolerances=golden_tolerances,
+        localise=localise,
     )
+
+
+def _localise_of(path: Path, module) -> Any:
+    """The case's ``LOCALISE`` (``localise(...)``), or None; its sides then
+    take ``dtype``: the localisation compares float32 and float64 runs."""
+    found = getattr(module, "LOCALISE", None)
+    if found is None:
+        return None
+    if not isinstance(found, Localise):
+        raise CaseDefinitionError(
+            f"{path}: LOCALISE: expected harness.case.localise(...), got {found!r}"
+        )
+    for attr in ("torch_side", "engine_side"):
+        _check_dtype_parameter(path, attr, getattr(module, attr))
+    return found
 
 
 def _needs_float64(check: Check) -> bool:
@@ -392,12 +441,13 @@ def _needs_float64(check: Check) -> bool:
 
 
 def _check_dtype_parameter(path: Path, attr: str, fn: Callable) -> None:
-    """A side of a case with trajectory checks takes ``dtype`` (with a float32 default)."""
+    """A side of a case with trajectory checks (or LOCALISE) takes ``dtype`` (with a float32
+    default)."""
     parameter = inspect.signature(fn).parameters.get("dtype")
     if parameter is None or parameter.default is inspect.Parameter.empty:
         raise CaseDefinitionError(
             f"{path}: {attr}: needs a 'dtype' parameter with a float32 default "
-            "(trajectory checks rerun both sides in float64)"
+            "(trajectory checks and LOCALISE rerun both sides in float64)"
         )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.diff import Diff
 from harness.mismatches import Element, RowDetail
-from harness.trajectory import TrajectoryReport
+from harness.trajectory import Precision, TrajectoryReport
 
 
 class CheckKind(StrEnum):
@@ -129,6 +129,77 @@ def agree_checks_hold(checks: Iterable[CheckReport]) -> bool:
     return all(c.ok for c in checks if c.kind == CheckKind.AGREE)
 
 
+# ---------------------------------------------------------------------------------------------
+# Localisation: where inside a step the sides part (computed by harness.localise)
+
+PHASES = ("input", "forward", "grad_output", "grad_input")
+"""What is captured per module call: its first tensor argument, its output, the gradient into
+that output, and the gradient it passes back to its input."""
+
+WHAT = {
+    "input": "input",
+    "forward": "output",
+    "grad_output": "output gradient",
+    "grad_input": "input gradient",
+}
+DIRECTION = {"input": "forward", "forward": "forward"} | dict.fromkeys(
+    ("grad_output", "grad_input"), "backward"
+)
+
+
+@dataclass(frozen=True)
+class ModuleRow:
+    """One captured value compared: where (step, phase, torch path, engine path, call), its
+    shape and whether only a stride of it was kept, the float32 and float64 pairs' max|diff|,
+    the float64 excess in bits over rounding, and the verdict."""
+
+    step: int
+    phase: str  # one of PHASES
+    path: str
+    engine_path: str
+    call: int
+    shape: tuple[int, ...]
+    strided: bool
+    max_abs32: float
+    max_abs64: float
+    excess_bits: float
+    verdict: Precision
+
+    @property
+    def what(self) -> str:
+        return WHAT[self.phase]
+
+    @property
+    def direction(self) -> str:
+        return DIRECTION[self.phase]
+
+
+@dataclass(frozen=True)
+class Localisation:
+    """The per-module table in model order, the first row that leaves rounding (None:
+    rounding everywhere), the steps captured, and the torch values with no engine counterpart
+    (path not found, or another shape), as ``"<path> <what>"``; ``op``: the first engine op
+    of that module call no torch op explains (``harness.localise.ops``)."""
+
+    rows: tuple[ModuleRow, ...]
+    first: ModuleRow | None
+    steps: int
+    unmatched: tuple[str, ...]
+    op: OpVerdict | None = None  # where inside ``first`` (a forward output), when looked for
+
+
+@dataclass(frozen=True)
+class OpVerdict:
+    """The op the engine's formula parts at: its name, its index among the ``count`` engine
+    ops the call recorded, its output's shape, and how many torch ops the call recorded."""
+
+    name: str
+    index: int
+    count: int
+    shape: tuple[int, ...]
+    torch_ops: int
+
+
 @dataclass(frozen=True)
 class CaseReport:
     """Everything one case run found: its checks, its goldens (by side), determinism.
@@ -136,7 +207,8 @@ class CaseReport:
     ``error`` is the exception a side raised, in one line (every check then fails with it),
     and ``raised`` the same exception with its traceback; ``nondeterministic`` the sides whose
     two runs differed; ``env`` the environment block each side's output was written with;
-    ``seconds`` the wall time of the run (None when not timed).
+    ``seconds`` the wall time of the run (None when not timed); ``localisation`` where inside
+    a step the sides part (a case with ``LOCALISE``; never part of ``ok``).
     """
 
     case: str
@@ -148,6 +220,8 @@ class CaseReport:
     env: dict[str, dict] = field(default_factory=dict)
     seconds: float | None = None
     raised: SideError | None = None
+    localisation: Localisation | None = None  # of a case with LOCALISE
+    localise_error: str | None = None  # what stopped it (a side raised under capture)
 
     @property
     def ok(self) -> bool:

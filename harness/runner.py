@@ -8,17 +8,14 @@ experiment once; ``harness.session`` runs many cases (shards, worker processes, 
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import pickle
-import random
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from harness import environment, golden, record
 from harness.bounded import RefusedFile
@@ -26,49 +23,23 @@ from harness.case import GOLDEN_DIR, OUT_DIR, SIDES, Case
 from harness.checks import evaluate
 from harness.diff import Diff, diff_values
 from harness.mismatches import LIMIT
+from harness.pinning import FLOAT64, THREADS, pinned, side_dtype
 from harness.results import (
     CaseReport,
     CheckReport,
     Frame,
     GoldenReport,
     GoldenStatus,
+    Localisation,
     SideError,
     agree_checks_hold,
 )
 from harness.tolerances import Tolerance
 
-SEED = 0
-THREADS = 1  # BLAS and torch threads while a side runs: outputs independent of the machine
 MAX_FRAMES = 8  # frames of a side's traceback kept: the case's first two, then the last ones
 
 # ---------------------------------------------------------------------------------------------
 # Running both sides
-
-
-@contextlib.contextmanager
-def pinned(side: str, threads: int = THREADS) -> Iterator[None]:
-    """``threads`` threads for BLAS and torch (one by default), and fixed seeds, so outputs do
-    not depend on the machine."""
-    from threadpoolctl import threadpool_limits
-
-    random.seed(SEED)
-    np.random.seed(SEED)
-    if side == "torch":
-        import torch
-
-        torch.manual_seed(SEED)
-        previous = torch.get_num_threads()
-        torch.set_num_threads(threads)
-    else:
-        from harness import engine
-
-        engine.seed(SEED)
-    try:
-        with threadpool_limits(limits=threads):
-            yield
-    finally:
-        if side == "torch":
-            torch.set_num_threads(previous)
 
 
 def run_side(
@@ -82,18 +53,6 @@ def run_side(
     with pinned(side, threads):
         fn = case.side_fn(side)
         return record.normalize(fn() if dtype is None else fn(dtype=side_dtype(side, dtype)))
-
-
-FLOAT64 = "float64"
-
-
-def side_dtype(side: str, name: str) -> Any:
-    """The dtype object a side receives for a dtype name."""
-    if side == "torch":
-        import torch
-
-        return getattr(torch, name)
-    return name
 
 
 def side_error(case: Case, side: str, exc: BaseException, *, rerun: bool = False) -> SideError:
@@ -322,7 +281,7 @@ def check_case(
     started = time.perf_counter()
     run = run_case(case, out_dir, threads=threads)
     return judge_case(run, update=update, force=force, golden_dir=golden_dir, limit=limit,
-                      started=started, raise_refused=raise_refused)  # fmt: skip
+                      started=started, raise_refused=raise_refused, threads=threads)  # fmt: skip
 
 
 def judge_case(
@@ -334,13 +293,30 @@ def judge_case(
     limit: int | None = LIMIT,
     started: float,
     raise_refused: bool = True,
+    threads: int = THREADS,
 ) -> CaseReport:
     """The second half of ``check_case``: evaluate the checks of a finished run, compare (or
-    rewrite) its goldens; the report's seconds run from ``started`` (``time.perf_counter``)."""
+    rewrite) its goldens, localise a case with ``LOCALISE`` (its sides run with ``threads``);
+    the report's seconds run from ``started`` (``time.perf_counter``)."""
     checks = evaluate(run, limit=limit)
     judge = _Judge(update, force, agree_checks_hold(checks), golden_dir, limit, raise_refused)
     goldens = {side: judge.golden(run, side) for side in SIDES}
-    return _case_report(run, checks, goldens, time.perf_counter() - started)
+    localisation, problem = None, None
+    if run.case.localise is not None and not run.error:
+        localisation, problem = _localised(run.case, threads)
+    report = _case_report(run, checks, goldens, time.perf_counter() - started)
+    return dataclasses.replace(report, localisation=localisation, localise_error=problem)
+
+
+def _localised(case: Case, threads: int) -> tuple[Localisation | None, str | None]:
+    """The case's localisation (more runs of its sides, under capture; nothing is written), or
+    the exception that stopped it, in one line."""
+    from harness.localise import localise_sides
+
+    try:
+        return localise_sides(case.torch_side, case.engine_side, case.localise, threads), None
+    except Exception as exc:  # a finding to report, as a side's error is
+        return None, f"localise: {type(exc).__name__}: {exc}"
 
 
 @dataclass(frozen=True)

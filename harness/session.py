@@ -269,6 +269,7 @@ class _Parts:
             golden_dir=self.dirs.golden,
             limit=self.settings.limit,
             started=min(started32, started64),
+            threads=self.settings.threads,
         )
 
 

@@ -123,6 +123,16 @@ ONLY_FROM = {
         "harness.escape",
         "harness.trajectory",
     ),
+    # Localisation runs sides (pinned as the runner pins them) on the engine and torch, and
+    # returns results data; it knows nothing of how a case is judged or rendered.
+    "harness.localise": (
+        "harness.case",
+        "harness.pinning",
+        "harness.record",
+        "harness.results",
+        "harness.trajectory",
+        "harness.engine",
+    ),
     # The author's API does not know how a case is run, judged or rendered.
     "harness.case": (
         "harness.record",

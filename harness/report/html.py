@@ -37,6 +37,7 @@ from harness.report.html_parts import (
     inline_code,
     slug,
 )
+from harness.report.localise import localise_html
 from harness.report.text import render_text, render_traceback
 from harness.report.trajectory import trajectory_html, trajectory_summary
 from harness.results import (
@@ -468,6 +469,7 @@ def _case_section(report: CaseReport) -> str:
             f'<p class="fail">{escape(side)} side is non-deterministic: two runs differ</p>'
         )
     parts += [_check_html(c) for c in report.checks]
+    parts.append(localise_html(report.localisation))
     parts.append(_case_goldens(name, list(report.goldens.values())))
     return "".join(parts) + "</section>"
 

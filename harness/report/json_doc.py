@@ -13,6 +13,7 @@ from harness.diff import Diff, TensorDiff
 from harness.mismatches import Element, RowDetail
 from harness.record import json_float
 from harness.report.cells import verdict
+from harness.report.localise import localise_json
 from harness.report.schema import REPORT_SCHEMA, SCHEMA_ID, schema_errors
 from harness.report.trajectory import trajectory_json
 from harness.results import CaseReport, SideError, Spot, headline
@@ -195,6 +196,8 @@ def cases_json(reports: Sequence[CaseReport], *, timings: bool = False) -> dict:
             "seconds": r.seconds if timings else None,
             "error": r.error,
             "raised": _json_raised(r.raised),
+            "localisation": localise_json(r.localisation),
+            "localise_error": r.localise_error,
             "checks": [
                 {
                     "label": c.label,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.diff import STATUSES
+from harness.report.localise import localise_schema
 from harness.report.trajectory import trajectory_schema
 from harness.results import CheckKind, GoldenStatus
 
@@ -159,6 +160,10 @@ _CASES = {
             "seconds": {"type": ["number", "null"]},
             "error": {"type": ["string", "null"]},
             "raised": _RAISED,  # optional (added within schema 1): the traceback of ``error``
+            # a case with LOCALISE: the per-module table and verdict (optional, added within
+            # schema 1); else null, with ``localise_error`` when a side raised under capture
+            "localisation": localise_schema(_OPT_NUMBER),
+            "localise_error": {"type": ["string", "null"]},
             "checks": {
                 "type": "array",
                 "items": {

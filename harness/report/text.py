@@ -42,6 +42,7 @@ from harness.report.cells import (
     verdict,
 )
 from harness.report.elements import detail_lines, failure_headline, left_out_text
+from harness.report.localise import verdict_text
 from harness.report.trajectory import trajectory_headline, trajectory_line
 from harness.results import (
     CaseReport,
@@ -283,6 +284,7 @@ def render_case(report: CaseReport, *, verbose: bool = True, update: str | None 
             lines.append(f"       {one_line(trajectory_line(check.trajectory))}")
         table = _check_table(check, verbose)
         lines += [table] if table else []
+    lines += [f"       {line}" for line in localise_lines(report)]
     for golden in report.goldens.values():
         if not verbose and not _news(golden):
             continue
@@ -314,8 +316,24 @@ def worth_reporting(report: CaseReport) -> bool:
     return not report.ok or any(g.status in CHANGES for g in report.goldens.values())
 
 
+def localise_lines(report: CaseReport) -> list[str]:
+    """``localise: first parts at step 0, forward, `fc2` output: ...`` for a case with
+    ``LOCALISE`` (none without)."""
+    if report.localise_error:
+        return [report.localise_error]
+    if report.localisation is None:
+        return []
+    return [f"localise: {verdict_text(report.localisation)}"]
+
+
 def render_case_line(report: CaseReport) -> str:
-    """``ok   train_step: 6 checks, 2 goldens`` (or what failed): one line per case."""
+    """``ok   train_step: 6 checks, 2 goldens`` (or what failed): one line per case, and its
+    localisation below it."""
+    below = "".join(f"\n       {line}" for line in localise_lines(report))
+    return _case_line(report) + below
+
+
+def _case_line(report: CaseReport) -> str:
     checks, goldens = report.checks, list(report.goldens.values())
     bad_checks = sum(not c.ok for c in checks)
     bad_goldens = sum(not g.ok for g in goldens)
