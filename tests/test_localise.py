@@ -196,7 +196,7 @@ def _localise(plant: str):
         ("epsilon", "norm2", ("add_scalar", 5, 9)),  # var + epsilon (burn's LayerNorm order)
         ("bias", "fc2", ("linear", 1, 1)),  # the engine's Linear is one primitive
         ("mask", "attn", ("mask_fill", 6, 9)),
-        ("tanh", "act", ("powf_scalar", 1, 8)),  # the first op of the tanh approximation
+        ("tanh", "act", ("powi_scalar", 1, 8)),  # x ** 3.0, burn's whole-exponent powf path
     ],
 )
 def test_planted_difference_is_named_formula(plant, module, op):
