@@ -20,7 +20,14 @@ from harness.engine.tensor import Tensor
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
 from .gate_controller import GateController, input_layout
-from .sequence import one_direction, run_steps, select_direction, stack_directions, two_directions
+from .sequence import (
+    Bidirectional,
+    one_direction,
+    run_steps,
+    select_direction,
+    stack_directions,
+    two_directions,
+)
 
 __all__ = ["BiRnn", "BiRnnConfig", "Rnn", "RnnConfig", "RnnState"]
 
@@ -134,22 +141,13 @@ class BiRnnConfig(Config):
         return BiRnn(base.init(device), base.init(device), self.d_hidden, self.batch_first)
 
 
-class BiRnn(Module):
+class BiRnn(Bidirectional):
     """Two RNNs, `forward` and `reverse`; outputs concatenated on the feature dim (forward
     first), final states stacked on a new dim 0, PyTorch's `bidirectional=True` layout. Call
     the module (or `run`): `forward` is burn's field name for the forward direction.
 
     PyTorch difference: its reverse direction's weights are the `*_l0_reverse` tensors.
     """
-
-    def __init__(self, forward: Rnn, reverse: Rnn, d_hidden: int, batch_first: bool) -> None:
-        self.forward = forward
-        self.reverse = reverse
-        self.d_hidden = d_hidden
-        self.batch_first = batch_first
-
-    def __call__(self, x: Tensor, state: RnnState | None = None):
-        return BiRnn.run(self, x, state)
 
     def run(self, x: Tensor, state: RnnState | None = None) -> tuple[Tensor, RnnState]:
         """burn's `BiRnn::forward`."""

@@ -20,7 +20,7 @@ from harness.engine.tensor import Tensor
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
 from .gate_controller import GateController, input_layout
-from .sequence import run_steps, select_direction, stack_directions, two_directions
+from .sequence import Bidirectional, run_steps, select_direction, stack_directions, two_directions
 
 __all__ = ["BiGru", "BiGruConfig", "Gru", "GruConfig"]
 
@@ -136,19 +136,10 @@ class BiGruConfig(Config):
         return BiGru(base.init(device), base.init(device), self.d_hidden, self.batch_first)
 
 
-class BiGru(Module):
+class BiGru(Bidirectional):
     """Two GRUs, `forward` and `reverse`; call the module (or `run`) for
     `(output [batch, seq, 2*hidden], state [2, batch, hidden])`, PyTorch's bidirectional
     layout."""
-
-    def __init__(self, forward: Gru, reverse: Gru, d_hidden: int, batch_first: bool) -> None:
-        self.forward = forward  # burn's field name shadows the method, as in BiLstm
-        self.reverse = reverse
-        self.d_hidden = d_hidden
-        self.batch_first = batch_first
-
-    def __call__(self, x: Tensor, state: Tensor | None = None):
-        return BiGru.run(self, x, state)
 
     def run(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
         expect_input("BiGru", x.shape, input_layout(self.batch_first, self.forward.update_gate))

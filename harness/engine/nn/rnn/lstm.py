@@ -21,7 +21,7 @@ from harness.engine.tensor import Tensor
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
 from .gate_controller import GateController, input_layout
-from .sequence import one_direction, run_steps, select_direction, two_directions
+from .sequence import Bidirectional, one_direction, run_steps, select_direction, two_directions
 
 __all__ = ["BiLstm", "BiLstmConfig", "Lstm", "LstmConfig", "LstmState"]
 
@@ -188,22 +188,12 @@ class BiLstmConfig(Config):
         return BiLstm(base.init(device), base.init(device), self.d_hidden, self.batch_first)
 
 
-class BiLstm(Module):
+class BiLstm(Bidirectional):
     """Two LSTMs, `forward` and `reverse`; outputs concatenated on the feature dim (forward
     first), states stacked on a new dim 0, as PyTorch's `bidirectional=True` lays them out.
 
     PyTorch difference: its reverse direction's weights are the `*_l0_reverse` tensors.
     """
-
-    def __init__(self, forward: Lstm, reverse: Lstm, d_hidden: int, batch_first: bool) -> None:
-        # `forward` is burn's field name, so it shadows the method: call the module (or `run`).
-        self.forward = forward
-        self.reverse = reverse
-        self.d_hidden = d_hidden
-        self.batch_first = batch_first
-
-    def __call__(self, x: Tensor, state: LstmState | None = None):
-        return BiLstm.run(self, x, state)
 
     def run(self, x: Tensor, state: LstmState | None = None) -> tuple[Tensor, LstmState]:
         """burn's `BiLstm::forward` (the name `forward` is the forward-direction field)."""

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harness.engine.module import Module
 from harness.engine.tensor import Tensor
 
 __all__ = [
+    "Bidirectional",
     "one_direction",
     "run_steps",
     "select_direction",
@@ -68,3 +70,18 @@ def select_direction(state: Tensor, index: int) -> Tensor:
 def stack_directions(forward: Tensor, reverse: Tensor) -> Tensor:
     """The two directions' final `[batch, hidden]` states as `[2, batch, hidden]`."""
     return Tensor.cat([forward.unsqueeze(), reverse.unsqueeze()], 0)
+
+
+class Bidirectional(Module):
+    """The fields of burn's BiRnn, BiLstm and BiGru: the two one-direction modules `forward`
+    and `reverse`, `d_hidden`, `batch_first`. `forward` is burn's field name, so it shadows
+    the method: calling the module runs the subclass's `run` (burn's `forward`)."""
+
+    def __init__(self, forward, reverse, d_hidden: int, batch_first: bool) -> None:
+        self.forward = forward
+        self.reverse = reverse
+        self.d_hidden = d_hidden
+        self.batch_first = batch_first
+
+    def __call__(self, x: Tensor, state=None):
+        return self.run(x, state)
