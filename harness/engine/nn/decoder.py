@@ -19,7 +19,7 @@ from harness.engine.tensor import Tensor
 
 from .attention import MhaCache, MhaInput
 from .cache import TensorCache
-from .transformer import TransformerStackConfig
+from .transformer import TransformerStack, TransformerStackConfig
 
 __all__ = [
     "TransformerDecoder",
@@ -199,19 +199,9 @@ class TransformerDecoderLayer(Module):
         return replace(input, target=x)
 
 
-class TransformerDecoder(Module):
+class TransformerDecoder(TransformerStack):
     """The layers in order, each fed the previous one's target and the same memory and
     masks; `forward` returns the last target."""
-
-    def __init__(self, layers: list, config: TransformerDecoderConfig) -> None:
-        self.layers = layers
-        self.d_model = config.d_model
-        self.d_ff = config.d_ff
-        self.n_heads = config.n_heads
-        self.n_layers = config.n_layers
-        self.dropout = config.dropout
-        self.norm_first = config.norm_first
-        self.quiet_softmax = config.quiet_softmax
 
     def forward(self, input: TransformerDecoderInput) -> Tensor:
         for layer in self.layers:

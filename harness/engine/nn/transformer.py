@@ -131,10 +131,11 @@ class TransformerEncoderInput:
         return TransformerEncoderInput(self.tensor, self.mask_pad, mask_attn)
 
 
-class TransformerEncoder(Module):
-    """The layers applied in order with the same masks."""
+class TransformerStack(Module):
+    """The fields burn's `TransformerEncoder` and `TransformerDecoder` share: the layers,
+    then their config's hyperparameters."""
 
-    def __init__(self, layers: list, config: TransformerEncoderConfig) -> None:
+    def __init__(self, layers: list, config: TransformerStackConfig) -> None:
         self.layers = layers
         self.d_model = config.d_model
         self.d_ff = config.d_ff
@@ -143,6 +144,10 @@ class TransformerEncoder(Module):
         self.dropout = config.dropout
         self.norm_first = config.norm_first
         self.quiet_softmax = config.quiet_softmax
+
+
+class TransformerEncoder(TransformerStack):
+    """The layers applied in order with the same masks."""
 
     def forward(self, input: TransformerEncoderInput) -> Tensor:
         x = input.tensor
