@@ -1,5 +1,6 @@
 """Fixtures shared by the test modules of this folder."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,23 @@ def tree():
         }
 
     return read
+
+
+@pytest.fixture
+def fdopen_reads(monkeypatch) -> list[int]:
+    """The sizes asked of every `read` on a file `os.fdopen` opens from now on (how
+    harness.bounded reads), in order: a test shows that a cap stops the reading."""
+    asked: list[int] = []
+    real_fdopen = os.fdopen
+
+    def counting_fdopen(*args, **kwargs):
+        f = real_fdopen(*args, **kwargs)
+        real_read = f.read
+        f.read = lambda n: asked.append(n) or real_read(n)
+        return f
+
+    monkeypatch.setattr(os, "fdopen", counting_fdopen)
+    return asked
 
 
 @pytest.fixture(autouse=True)

@@ -67,22 +67,12 @@ def test_the_size_from_stat_and_the_limit_are_named(tmp_path):
     assert read_bounded(path, 101, "weight file") == b"x" * 101
 
 
-def test_a_file_longer_than_stat_said_is_read_no_further_than_the_limit(monkeypatch):
+def test_a_file_longer_than_stat_said_is_read_no_further_than_the_limit(monkeypatch, fdopen_reads):
     """/proc files report size 0, as a file growing under the reader would: the cap holds."""
-    asked = []
-    real_fdopen = os.fdopen
-
-    def counting_fdopen(*args, **kwargs):
-        f = real_fdopen(*args, **kwargs)
-        real_read = f.read
-        f.read = lambda n: asked.append(n) or real_read(n)
-        return f
-
-    monkeypatch.setattr(os, "fdopen", counting_fdopen)
     monkeypatch.setattr(bounded, "READ_CHUNK", 4)
     exc = refusal("/proc/self/status", 10, "status file")
     assert exc.problem == "is over the limit of 10 bytes for a status file (0 bytes by stat)"
-    assert sum(asked) == 11  # limit + 1 bytes, in chunks of 4, 4 and 3
+    assert sum(fdopen_reads) == 11  # limit + 1 bytes, in chunks of 4, 4 and 3
 
 
 def test_text_mode_stops_at_a_nul_byte_binary_mode_keeps_it(tmp_path):

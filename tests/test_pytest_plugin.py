@@ -46,6 +46,16 @@ def run(pytester, *args):
     return pytester.runpytest(*(arg for p in QUIET for arg in ("-p", p)), *args)
 
 
+def stale_golden(pytester):
+    """A project run once, then a golden folder `expected/gone` that no case writes."""
+    project(pytester, alpha=ALPHA)
+    run(pytester)
+    stale = pytester.path / "expected" / "gone"
+    stale.mkdir()
+    (stale / "torch.json").write_text("{}")
+    return stale
+
+
 def test_case_files_of_tool_conformance_are_collected(pytester):
     project(pytester, alpha=ALPHA)
     first = run(pytester, "-v")
@@ -127,11 +137,7 @@ def test_the_fixture_golden_folder_can_be_configured(pytester):
 
 
 def test_stale_goldens_fail_unless_allowed_or_pruned(pytester):
-    project(pytester, alpha=ALPHA)
-    run(pytester)
-    stale = pytester.path / "expected" / "gone"
-    stale.mkdir()
-    (stale / "torch.json").write_text("{}")
+    stale = stale_golden(pytester)
     result = run(pytester)
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
@@ -308,11 +314,7 @@ def test_a_stale_golden_that_is_a_link_is_reported_never_followed(pytester):
 
 
 def test_prune_stale_leaves_a_folder_holding_other_files(pytester):
-    project(pytester, alpha=ALPHA)
-    run(pytester)
-    stale = pytester.path / "expected" / "gone"
-    stale.mkdir()
-    (stale / "torch.json").write_text("{}")
+    stale = stale_golden(pytester)
     (stale / "notes.md").write_text("mine")
     result = run(pytester, "--prune-stale")
     result.assert_outcomes(passed=3, failed=1)

@@ -93,23 +93,13 @@ def test_a_sparse_file_over_the_limit_is_refused_before_reading(tmp_path, monkey
     assert error_of(big) == f"{big}: is {2 << 30} bytes, {limit}"
 
 
-def test_nul_bytes_stop_the_read_at_the_first_chunk(tmp_path, monkeypatch):
+def test_nul_bytes_stop_the_read_at_the_first_chunk(tmp_path, fdopen_reads):
     path = tmp_path / "nul.json"
     with open(path, "wb") as f:
         f.write(b'{"a": ')
         f.truncate(64 << 20)  # 64 MiB of NUL bytes after the opening
-    reads = []
-    real_fdopen = os.fdopen
-
-    def counting_fdopen(*args, **kwargs):
-        f = real_fdopen(*args, **kwargs)
-        real_read = f.read
-        f.read = lambda n: reads.append(n) or real_read(n)
-        return f
-
-    monkeypatch.setattr(os, "fdopen", counting_fdopen)
     assert error_of(path) == f"{path}: not a JSON file: a NUL byte at offset 6"
-    assert len(reads) == 1  # one 16 MiB chunk read, not 64 MiB
+    assert len(fdopen_reads) == 1  # one 16 MiB chunk read, not 64 MiB
 
 
 def test_a_file_longer_than_stat_said_is_still_bounded():

@@ -299,7 +299,15 @@ def test_nearest_scale_factor_differs_from_torch_as_documented():
 
 
 def test_interpolate_modules_reject_other_ranks_naming_the_module():
-    with pytest.raises(ShapeError, match=r"^Interpolate2d: expected an input of shape"):
+    expected = (
+        r"^Interpolate2d: expected an input of shape \[batch_size, channels, height, width\], "
+        r"got shape \[1, 2, 3\]$"
+    )
+    with pytest.raises(ShapeError, match=expected):
         Interpolate2dConfig(output_size=(2, 2)).init()(tensor(np.zeros((1, 2, 3))))
-    with pytest.raises(ShapeError, match=r"^Interpolate1d: expected an input of shape"):
+    expected = (
+        r"^Interpolate1d: expected an input of shape \[batch_size, channels, length\], "
+        r"got shape \[1, 2, 3, 3\]$"
+    )
+    with pytest.raises(ShapeError, match=expected):
         Interpolate1dConfig(output_size=2).init()(tensor(np.zeros((1, 2, 3, 3))))

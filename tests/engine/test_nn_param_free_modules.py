@@ -144,7 +144,11 @@ def test_pixel_shuffle_errors_name_the_module():
         PixelUnshuffleConfig(2).init()(tensor(np.zeros((1, 1, 2, 3))))
     with pytest.raises(ValueError, match="upscale_factor must be greater than 0"):
         PixelShuffleConfig(0).init()(tensor(np.zeros((1, 4, 2, 2))))
-    with pytest.raises(ShapeError, match=r"^PixelShuffle: expected an input of shape"):
+    expected = (
+        r"^PixelShuffle: expected an input of shape \[batch_size, channels, height, width\], "
+        r"got shape \[4, 2, 2\]$"
+    )
+    with pytest.raises(ShapeError, match=expected):
         PixelShuffleConfig(2).init()(tensor(np.zeros((4, 2, 2))))
 
 

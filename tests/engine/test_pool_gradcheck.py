@@ -94,6 +94,18 @@ def _divisors(size, k, s, p, out_len, count_include_pad):
     return valid, valid
 
 
+def _assert_burns_rule(f, x, c, scale, gx, t_grad, terms):
+    """The engine's VJP `gx` of `c` is the finite-difference gradient of `sum(c * scale *
+    f(x))` (burn's rule), torch's `t_grad` that of `sum(c * f(x))` (the derivative); where
+    `scale` is 1 everywhere the two rules agree, and so must the VJPs (sums of `terms`)."""
+    (burn_rule,) = finite_difference(f, [x], c * scale)
+    assert_fd(gx, burn_rule, "engine VJP vs burn's rule as a derivative")
+    (derivative,) = finite_difference(f, [x], c)
+    assert_fd(t_grad, derivative, "torch VJP vs the forward's derivative")
+    if np.all(scale == 1):
+        assert_close(gx, t_grad, terms, "VJP")
+
+
 def _avg_grid(kernels, strides, paddings):
     return [
         (k, s, p, ceil, cip)
@@ -125,15 +137,7 @@ def test_avg_pool1d_vjp_is_burns_rule_and_matches_torch_where_it_is_the_derivati
     forward, backward = _divisors(LENGTH, k, s, p, out.shape[-1], cip)
     scale = forward / backward
 
-    def f(v):
-        return avg_pool1d(v, k, s, p, cip, ceil)
-
-    (burn_rule,) = finite_difference(f, [x], c * scale)
-    assert_fd(gx, burn_rule, "engine VJP vs burn's rule as a derivative")
-    (derivative,) = finite_difference(f, [x], c)
-    assert_fd(t_grad, derivative, "torch VJP vs the forward's derivative")
-    if np.all(scale == 1):
-        assert_close(gx, t_grad, k, "VJP")
+    _assert_burns_rule(lambda v: avg_pool1d(v, k, s, p, cip, ceil), x, c, scale, gx, t_grad, k)
 
 
 AVG2D = _avg_grid((2, 3, (3, 2)), (1, 2, (2, 1)), (0, 1, (1, 0)))
@@ -160,15 +164,7 @@ def test_avg_pool2d_vjp_is_burns_rule_and_matches_torch_where_it_is_the_derivati
     gx = avg_pool2d_backward(c, x.shape, k, s, p, cip, ceil).x
     scale = _scale_2d(HW, k, s, p, out.shape[2:], cip)
 
-    def f(v):
-        return avg_pool2d(v, k, s, p, cip, ceil)
-
-    (burn_rule,) = finite_difference(f, [x], c * scale)
-    assert_fd(gx, burn_rule, "engine VJP vs burn's rule as a derivative")
-    (derivative,) = finite_difference(f, [x], c)
-    assert_fd(t_grad, derivative, "torch VJP vs the forward's derivative")
-    if np.all(scale == 1):
-        assert_close(gx, t_grad, terms, "VJP")
+    _assert_burns_rule(lambda v: avg_pool2d(v, k, s, p, cip, ceil), x, c, scale, gx, t_grad, terms)
 
 
 def test_the_reported_avg_pool1d_case_is_burns_declared_inconsistency():

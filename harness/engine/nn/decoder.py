@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from harness.engine.module import Config, DropoutConfig, LayerNormConfig, Module
+from harness.engine.module import DropoutConfig, Module
 from harness.engine.tensor import Tensor
 
-from .activation import ActivationConfig
-from .attention import MhaCache, MhaInput, MultiHeadAttentionConfig
+from .attention import MhaCache, MhaInput
 from .cache import TensorCache
-from .initializer import KAIMING_UNIFORM, Initializer
-from .transformer import PositionWiseFeedForwardConfig
+from .transformer import TransformerStack, TransformerStackConfig
 
 __all__ = [
     "TransformerDecoder",
@@ -34,7 +32,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class TransformerDecoderConfig(Config):
+class TransformerDecoderConfig(TransformerStackConfig):
     """burn's `TransformerDecoderConfig::new(d_model, d_ff, n_heads, n_layers)`.
 
     PyTorch differences (`nn.TransformerDecoderLayer(d_model, nhead)` in
@@ -42,17 +40,6 @@ class TransformerDecoderConfig(Config):
     relu); inputs are batch-first (PyTorch `batch_first=False`); `d_ff` has no default
     (PyTorch 2048); dropout 0.1 and `layer_norm_eps` 1e-5 agree; no final `norm`.
     """
-
-    d_model: int
-    d_ff: int
-    n_heads: int
-    n_layers: int
-    dropout: float = 0.1
-    norm_first: bool = False
-    quiet_softmax: bool = False
-    initializer: Initializer = KAIMING_UNIFORM
-    activation: ActivationConfig = ActivationConfig.Gelu
-    layer_norm_eps: float = 1e-5
 
     def init(self, device) -> TransformerDecoder:
         layers = [TransformerDecoderLayer.new(self, device) for _ in range(self.n_layers)]
@@ -163,22 +150,11 @@ class TransformerDecoderLayer(Module):
 
     @classmethod
     def new(cls, config: TransformerDecoderConfig, device) -> TransformerDecoderLayer:
-        def mha():
-            return MultiHeadAttentionConfig(
-                config.d_model,
-                config.n_heads,
-                dropout=config.dropout,
-                quiet_softmax=config.quiet_softmax,
-                initializer=config.initializer,
-            ).init(device)
-
-        self_attn, cross_attn = mha(), mha()
-        norm = LayerNormConfig(config.d_model, epsilon=config.layer_norm_eps)
+        self_attn, cross_attn = config.attention(device), config.attention(device)
+        norm = config.layer_norm()
         norm_1, norm_2, norm_3 = norm.init(device), norm.init(device), norm.init(device)
         dropout = DropoutConfig(config.dropout).init()
-        pwff = PositionWiseFeedForwardConfig(
-            config.d_model, config.d_ff, config.dropout, config.initializer, config.activation
-        ).init(device)
+        pwff = config.feed_forward(device)
         return cls(cross_attn, self_attn, pwff, norm_1, norm_2, norm_3, dropout, config.norm_first)
 
     def forward(self, input: TransformerDecoderInput) -> TransformerDecoderInput:
@@ -223,19 +199,9 @@ class TransformerDecoderLayer(Module):
         return replace(input, target=x)
 
 
-class TransformerDecoder(Module):
+class TransformerDecoder(TransformerStack):
     """The layers in order, each fed the previous one's target and the same memory and
     masks; `forward` returns the last target."""
-
-    def __init__(self, layers: list, config: TransformerDecoderConfig) -> None:
-        self.layers = layers
-        self.d_model = config.d_model
-        self.d_ff = config.d_ff
-        self.n_heads = config.n_heads
-        self.n_layers = config.n_layers
-        self.dropout = config.dropout
-        self.norm_first = config.norm_first
-        self.quiet_softmax = config.quiet_softmax
 
     def forward(self, input: TransformerDecoderInput) -> Tensor:
         for layer in self.layers:

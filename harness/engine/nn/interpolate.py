@@ -26,8 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.engine import module_ops
-from harness.engine.errors import ShapeError
-from harness.engine.kernels._common import fmt
+from harness.engine.errors import expect_input
 from harness.engine.module import Config, Module
 from harness.engine.tensor import Tensor
 
@@ -82,11 +81,6 @@ def calculate_output_size(input_dims, output_size, scale_factor):
     )
 
 
-def _rank(module: str, x: Tensor, layout: str) -> None:
-    if x.ndim != layout.count(",") + 1:
-        raise ShapeError(f"{module}: expected an input of shape {layout}, got shape {fmt(x.shape)}")
-
-
 @dataclass(frozen=True)
 class Interpolate2dConfig(Config):
     """burn's `Interpolate2dConfig::new()`: no size, no scale (one must be set), mode
@@ -111,7 +105,7 @@ class Interpolate2d(Module):
         self.align_corners = align_corners
 
     def forward(self, x: Tensor) -> Tensor:
-        _rank("Interpolate2d", x, "[batch_size, channels, height, width]")
+        expect_input("Interpolate2d", x.shape, ["batch_size", "channels", "height", "width"])
         size = calculate_output_size(x.shape, self.output_size, self.scale_factor)
         options = module_ops.InterpolateOptions(self.mode.ops_mode, self.align_corners)
         return module_ops.interpolate(x, size, options)
@@ -141,7 +135,7 @@ class Interpolate1d(Module):
         self.align_corners = align_corners
 
     def forward(self, x: Tensor) -> Tensor:
-        _rank("Interpolate1d", x, "[batch_size, channels, length]")
+        expect_input("Interpolate1d", x.shape, ["batch_size", "channels", "length"])
         size = calculate_output_size(x.shape, self.output_size, self.scale_factor)
         options = module_ops.InterpolateOptions(self.mode.ops_mode, self.align_corners)
         return module_ops.interpolate(x.unsqueeze_dim(2), (1, size), options).squeeze_dim(2)

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.engine.errors import ShapeError
-from harness.engine.kernels._common import fmt
+from harness.engine.errors import expect_input
 from harness.engine.module import Config, Module
 from harness.engine.tensor import Tensor
 
@@ -36,11 +35,7 @@ def _permute(x: Tensor, axes) -> Tensor:
 
 
 def _rank4(module: str, x: Tensor) -> tuple[int, int, int, int]:
-    if x.ndim != 4:
-        raise ShapeError(
-            f"{module}: expected an input of shape [batch_size, channels, height, width], "
-            f"got shape {fmt(x.shape)}"
-        )
+    expect_input(module, x.shape, ["batch_size", "channels", "height", "width"])
     return tuple(int(n) for n in x.shape)
 
 

@@ -60,15 +60,10 @@ class PositionWiseFeedForward(Module):
 
 
 @dataclass(frozen=True)
-class TransformerEncoderConfig(Config):
-    """burn's `TransformerEncoderConfig::new(d_model, d_ff, n_heads, n_layers)`.
-
-    PyTorch differences (`nn.TransformerEncoderLayer(d_model, nhead)` in
-    `nn.TransformerEncoder(layer, num_layers)`): the activation defaults to Gelu (PyTorch
-    relu); inputs are always batch-first (PyTorch `batch_first=False`: `[seq, batch, d]`);
-    `d_ff` has no default (PyTorch `dim_feedforward=2048`); dropout 0.1 and
-    `layer_norm_eps=1e-5` agree; there is no final `norm` (PyTorch's optional `norm=`).
-    """
+class TransformerStackConfig(Config):
+    """The fields, defaults included, that burn's `TransformerEncoderConfig` and
+    `TransformerDecoderConfig` share (encoder.rs, decoder.rs), and the parts every layer of
+    either builds from them."""
 
     d_model: int
     d_ff: int
@@ -80,6 +75,36 @@ class TransformerEncoderConfig(Config):
     initializer: Initializer = KAIMING_UNIFORM
     activation: ActivationConfig = ActivationConfig.Gelu
     layer_norm_eps: float = 1e-5
+
+    def attention(self, device):
+        """One layer's `MultiHeadAttention` (self- or cross-attention)."""
+        return MultiHeadAttentionConfig(
+            self.d_model,
+            self.n_heads,
+            dropout=self.dropout,
+            quiet_softmax=self.quiet_softmax,
+            initializer=self.initializer,
+        ).init(device)
+
+    def layer_norm(self) -> LayerNormConfig:
+        return LayerNormConfig(self.d_model, epsilon=self.layer_norm_eps)
+
+    def feed_forward(self, device) -> PositionWiseFeedForward:
+        return PositionWiseFeedForwardConfig(
+            self.d_model, self.d_ff, self.dropout, self.initializer, self.activation
+        ).init(device)
+
+
+@dataclass(frozen=True)
+class TransformerEncoderConfig(TransformerStackConfig):
+    """burn's `TransformerEncoderConfig::new(d_model, d_ff, n_heads, n_layers)`.
+
+    PyTorch differences (`nn.TransformerEncoderLayer(d_model, nhead)` in
+    `nn.TransformerEncoder(layer, num_layers)`): the activation defaults to Gelu (PyTorch
+    relu); inputs are always batch-first (PyTorch `batch_first=False`: `[seq, batch, d]`);
+    `d_ff` has no default (PyTorch `dim_feedforward=2048`); dropout 0.1 and
+    `layer_norm_eps=1e-5` agree; there is no final `norm` (PyTorch's optional `norm=`).
+    """
 
     def init(self, device) -> TransformerEncoder:
         layers = [TransformerEncoderLayer.new(self, device) for _ in range(self.n_layers)]
@@ -106,10 +131,11 @@ class TransformerEncoderInput:
         return TransformerEncoderInput(self.tensor, self.mask_pad, mask_attn)
 
 
-class TransformerEncoder(Module):
-    """The layers applied in order with the same masks."""
+class TransformerStack(Module):
+    """The fields burn's `TransformerEncoder` and `TransformerDecoder` share: the layers,
+    then their config's hyperparameters."""
 
-    def __init__(self, layers: list, config: TransformerEncoderConfig) -> None:
+    def __init__(self, layers: list, config: TransformerStackConfig) -> None:
         self.layers = layers
         self.d_model = config.d_model
         self.d_ff = config.d_ff
@@ -118,6 +144,10 @@ class TransformerEncoder(Module):
         self.dropout = config.dropout
         self.norm_first = config.norm_first
         self.quiet_softmax = config.quiet_softmax
+
+
+class TransformerEncoder(TransformerStack):
+    """The layers applied in order with the same masks."""
 
     def forward(self, input: TransformerEncoderInput) -> Tensor:
         x = input.tensor
@@ -150,20 +180,12 @@ class TransformerEncoderLayer(Module):
 
     @classmethod
     def new(cls, config: TransformerEncoderConfig, device) -> TransformerEncoderLayer:
-        mha = (
-            MultiHeadAttentionConfig(config.d_model, config.n_heads)
-            .with_initializer(config.initializer)
-            .with_dropout(config.dropout)
-            .with_quiet_softmax(config.quiet_softmax)
-            .init(device)
-        )
-        norm = LayerNormConfig(config.d_model, epsilon=config.layer_norm_eps)
+        mha = config.attention(device)
+        norm = config.layer_norm()
         norm_1 = norm.init(device)
         norm_2 = norm.init(device)
         dropout = DropoutConfig(config.dropout).init()
-        pwff = PositionWiseFeedForwardConfig(
-            config.d_model, config.d_ff, config.dropout, config.initializer, config.activation
-        ).init(device)
+        pwff = config.feed_forward(device)
         return cls(mha, pwff, norm_1, norm_2, dropout, config.norm_first)
 
     def forward(self, x: Tensor, mask_pad=None, mask_attn=None) -> Tensor:

@@ -296,6 +296,11 @@ class Check:
         return dataclasses.replace(self, op=op)
 
 
+def composite(check: Check) -> Check:
+    """A check of a composite, owned by no rule (its name stands for the op)."""
+    return check.of(check.method)
+
+
 def unary(name: str, engine: str, torch: str, *, domain: str = "any", **kw) -> Check:
     """A check of one float input (of `domain`) over the UNARY menu unless `shapes` says."""
     return Check(name, engine, torch, (Input("a", FLOAT, domain),), **kw)

@@ -25,6 +25,7 @@ from .facts import (
     Condition,
     Diverges,
     NotDerivative,
+    composite,
     menu,
     unary,
 )
@@ -361,13 +362,8 @@ UNFOLD = differentiable(
 # ---- composites: checks only ----------------------------------------------------------------
 
 
-def _composite(check: Check) -> Check:
-    """A check of a composite, owned by no rule (its name stands for the op)."""
-    return check.of(check.method)
-
-
 COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
-    _composite(c)
+    composite(c)
     for c in (
         Check(
             "stack",

@@ -37,6 +37,7 @@ from .facts import (
     Condition,
     Diverges,
     binary,
+    composite,
     menu,
     unary,
 )
@@ -536,11 +537,6 @@ ALL_DIM = _boolean(
 # ---- composites: checks only ----------------------------------------------------------------
 
 
-def _composite(check: Check) -> Check:
-    """A check of a composite, owned by no rule (its name stands for the op)."""
-    return check.of(check.method)
-
-
 _VAR_SPECIALS = Diverges(
     "*/*/specials/vjp.a",
     "var's gradient at infinite inputs: burn's composite gives (inf - inf) * ... = NaN where "
@@ -591,7 +587,7 @@ _MIN_PAIR = (
 )
 
 COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
-    _composite(c)
+    composite(c)
     for c in (
         # Lanes of 2 and 3: var divides by 1 and 2 (exact in f32), var_bias by 2 and 3.
         along_dim1(

@@ -20,7 +20,19 @@ from . import facts
 from .arrays import INT64, along_axis_index, fmt, norm_dim, scalar_of, unbroadcast
 from .base import Array, Grad, Tracked, differentiable
 from .elementwise import Operands
-from .facts import BOOL, INDEX, INT, Check, Condition, Diverges, Input, binary, menu, unary
+from .facts import (
+    BOOL,
+    INDEX,
+    INT,
+    Check,
+    Condition,
+    Diverges,
+    Input,
+    binary,
+    composite,
+    menu,
+    unary,
+)
 from .indexing import check_indices
 
 
@@ -427,11 +439,6 @@ CROSS = differentiable(
 # ---- composites: checks only ----------------------------------------------------------------
 
 
-def _composite(check: Check) -> Check:
-    """A check of a composite, owned by no rule (its name stands for the op)."""
-    return check.of(check.method)
-
-
 _F32_CONSTANT = Diverges(
     "float64/*/*/*",
     "deg2rad/rad2deg scale by burn's f32 constant (f32::consts::PI / 180.0), so float64 "
@@ -448,7 +455,7 @@ def _grid_scalar(name: str, torch: str) -> Check:
 
 
 COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
-    _composite(c)
+    composite(c)
     for c in (
         Check(
             "mask_select",

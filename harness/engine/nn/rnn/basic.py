@@ -5,7 +5,8 @@
 Per step, in burn's op order: `h = act(gate.gate_product(x_t, h))` (one `GateController`:
 `x_t W_i + b_i + h W_h + b_h`), then clamped to ±clip if set. burn writes each step's `h`
 into a preallocated output with `slice_assign`; here the steps are concatenated along the
-time dim in index order (same values and gradients), as in `Lstm`.
+time dim in index order (same values and gradients; harness.engine.nn.rnn.sequence, the loop
+`Lstm` and `Gru` share).
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ from harness.engine.tensor import Tensor
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
 from .gate_controller import GateController, input_layout
+from .sequence import (
+    Bidirectional,
+    one_direction,
+    run_steps,
+    select_direction,
+    stack_directions,
+    two_directions,
+)
 
 __all__ = ["BiRnn", "BiRnnConfig", "Rnn", "RnnConfig", "RnnState"]
 
@@ -36,6 +45,10 @@ class RnnState:
     @classmethod
     def new(cls, hidden: Tensor) -> RnnState:
         return cls(hidden)
+
+    def select(self, index: int) -> RnnState:
+        """The state of one direction: `slice(s![index]).squeeze_dim(0)`."""
+        return RnnState(select_direction(self.hidden, index))
 
 
 @dataclass(frozen=True)
@@ -83,28 +96,23 @@ class Rnn(Module):
 
     def forward(self, x: Tensor, state: RnnState | None = None) -> tuple[Tensor, RnnState]:
         expect_input("Rnn", x.shape, input_layout(self.batch_first, self.gate))
-        if not self.batch_first:
-            x = x.swap_dims(0, 1)
-        steps = range(x.shape[1])
-        output, state = self.forward_iter(x, reversed(steps) if self.reverse else steps, state)
-        return (output if self.batch_first else output.swap_dims(0, 1)), state
+        return one_direction(x, self.batch_first, self.reverse, self.forward_iter, state)
 
     def forward_iter(self, x: Tensor, steps, state: RnnState | None):
         """Run the cell over the time indices `steps` of batch-first `x`; the output holds each
         step's hidden state at its own index."""
-        batch_size, seq_length, _ = x.shape
+        batch_size, _, _ = x.shape
         if state is None:
             hidden = Tensor.zeros([batch_size, self.d_hidden], x.device, x.dtype.name)
         else:
             hidden = state.hidden
-        outputs: list[Tensor | None] = [None] * seq_length
-        for t in steps:
-            x_t = x.slice([None, (t, t + 1)]).squeeze_dim(1)
-            hidden = self.hidden_activation(self.gate.gate_product(x_t, hidden))
-            if self.clip is not None:
-                hidden = hidden.clamp(-self.clip, self.clip)
-            outputs[t] = hidden.unsqueeze_dim(1)
-        return Tensor.cat(outputs, 1), RnnState(hidden)
+        output, hidden = run_steps(x, steps, hidden, self.step, lambda h: h)
+        return output, RnnState(hidden)
+
+    def step(self, x_t: Tensor, hidden: Tensor) -> Tensor:
+        """One time step: the hidden state after input `x_t` `[batch, d_input]`."""
+        hidden = self.hidden_activation(self.gate.gate_product(x_t, hidden))
+        return hidden if self.clip is None else hidden.clamp(-self.clip, self.clip)
 
 
 @dataclass(frozen=True)
@@ -133,7 +141,7 @@ class BiRnnConfig(Config):
         return BiRnn(base.init(device), base.init(device), self.d_hidden, self.batch_first)
 
 
-class BiRnn(Module):
+class BiRnn(Bidirectional):
     """Two RNNs, `forward` and `reverse`; outputs concatenated on the feature dim (forward
     first), final states stacked on a new dim 0, PyTorch's `bidirectional=True` layout. Call
     the module (or `run`): `forward` is burn's field name for the forward direction.
@@ -141,28 +149,10 @@ class BiRnn(Module):
     PyTorch difference: its reverse direction's weights are the `*_l0_reverse` tensors.
     """
 
-    def __init__(self, forward: Rnn, reverse: Rnn, d_hidden: int, batch_first: bool) -> None:
-        self.forward = forward
-        self.reverse = reverse
-        self.d_hidden = d_hidden
-        self.batch_first = batch_first
-
-    def __call__(self, x: Tensor, state: RnnState | None = None):
-        return BiRnn.run(self, x, state)
-
     def run(self, x: Tensor, state: RnnState | None = None) -> tuple[Tensor, RnnState]:
         """burn's `BiRnn::forward`."""
         expect_input("BiRnn", x.shape, input_layout(self.batch_first, self.forward.gate))
-        if not self.batch_first:
-            x = x.swap_dims(0, 1)
-        first = second = None
-        if state is not None:
-            first = RnnState(state.hidden.slice([(0, 1)]).squeeze_dim(0))
-            second = RnnState(state.hidden.slice([(1, 2)]).squeeze_dim(0))
-        out_forward, last_forward = self.forward.forward(x, first)
-        steps = reversed(range(x.shape[1]))
-        out_reverse, last_reverse = self.reverse.forward_iter(x, steps, second)
-        output = Tensor.cat([out_forward, out_reverse], 2)
-        output = output if self.batch_first else output.swap_dims(0, 1)
-        hidden = Tensor.cat([last_forward.hidden.unsqueeze(), last_reverse.hidden.unsqueeze()], 0)
-        return output, RnnState(hidden)
+        output, last_forward, last_reverse = two_directions(
+            x, self.batch_first, RnnState.select, self.forward.forward, self.reverse, state
+        )
+        return output, RnnState(stack_directions(last_forward.hidden, last_reverse.hidden))

@@ -20,6 +20,7 @@ from harness.engine.tensor import Tensor
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
 from .gate_controller import GateController, input_layout
+from .sequence import Bidirectional, run_steps, select_direction, stack_directions, two_directions
 
 __all__ = ["BiGru", "BiGruConfig", "Gru", "GruConfig"]
 
@@ -76,15 +77,10 @@ class Gru(Module):
         return self.forward_iter(x, range(x.shape[1]), state)[0]
 
     def forward_iter(self, x: Tensor, steps, state: Tensor | None) -> tuple[Tensor, Tensor]:
-        batch_size, seq_length, _ = x.shape
         hidden = state
         if hidden is None:
-            hidden = Tensor.zeros([batch_size, self.d_hidden], x.device, x.dtype.name)
-        outputs: list[Tensor | None] = [None] * seq_length
-        for t in steps:
-            hidden = self.step(x.slice([None, (t, t + 1)]).squeeze_dim(1), hidden)
-            outputs[t] = hidden.unsqueeze_dim(1)
-        return Tensor.cat(outputs, 1), hidden
+            hidden = Tensor.zeros([x.shape[0], self.d_hidden], x.device, x.dtype.name)
+        return run_steps(x, steps, hidden, self.step, lambda h: h)
 
     def step(self, x_t: Tensor, hidden: Tensor) -> Tensor:
         gate = self.gate_activation
@@ -140,30 +136,17 @@ class BiGruConfig(Config):
         return BiGru(base.init(device), base.init(device), self.d_hidden, self.batch_first)
 
 
-class BiGru(Module):
+class BiGru(Bidirectional):
     """Two GRUs, `forward` and `reverse`; call the module (or `run`) for
     `(output [batch, seq, 2*hidden], state [2, batch, hidden])`, PyTorch's bidirectional
     layout."""
 
-    def __init__(self, forward: Gru, reverse: Gru, d_hidden: int, batch_first: bool) -> None:
-        self.forward = forward  # burn's field name shadows the method, as in BiLstm
-        self.reverse = reverse
-        self.d_hidden = d_hidden
-        self.batch_first = batch_first
-
-    def __call__(self, x: Tensor, state: Tensor | None = None):
-        return BiGru.run(self, x, state)
-
     def run(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
         expect_input("BiGru", x.shape, input_layout(self.batch_first, self.forward.update_gate))
-        if not self.batch_first:
-            x = x.swap_dims(0, 1)
-        first = None if state is None else state.slice([(0, 1)]).squeeze_dim(0)
-        second = None if state is None else state.slice([(1, 2)]).squeeze_dim(0)
-        steps = range(x.shape[1])
-        out_forward, last_forward = self.forward.forward_iter(x, steps, first)
-        out_reverse, last_reverse = self.reverse.forward_iter(x, reversed(steps), second)
-        output = Tensor.cat([out_forward, out_reverse], 2)
-        output = output if self.batch_first else output.swap_dims(0, 1)
-        state = Tensor.cat([last_forward.unsqueeze(), last_reverse.unsqueeze()], 0)
-        return output, state
+        output, last_forward, last_reverse = two_directions(
+            x, self.batch_first, select_direction, self._run_forward, self.reverse, state
+        )
+        return output, stack_directions(last_forward, last_reverse)
+
+    def _run_forward(self, x: Tensor, state: Tensor | None) -> tuple[Tensor, Tensor]:
+        return self.forward.forward_iter(x, range(x.shape[1]), state)

@@ -6,8 +6,8 @@ The recurrence, per time step, in burn's op order (each gate a `GateController`)
 `i = σ(gp_i)`, `f = σ(gp_f)` (or `1 - i` with `input_forget`), `o = σ(gp_o)`,
 `g = tanh(gp_g)`, `c = f*c + i*g` (clamped to ±clip if set), `h = o * tanh(c)`. The
 activations are configurable (`gate_activation`, `cell_activation`, `hidden_activation`).
-burn writes each step's `h` into a preallocated output with `slice_assign`; here the steps are
-concatenated along the time dim in index order, which has the same values and gradients.
+The time loop and the direction plumbing are harness.engine.nn.rnn.sequence's (shared with
+`Rnn` and `Gru`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from harness.engine.tensor import Tensor
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
 from .gate_controller import GateController, input_layout
+from .sequence import Bidirectional, one_direction, run_steps, select_direction, two_directions
 
 __all__ = ["BiLstm", "BiLstmConfig", "Lstm", "LstmConfig", "LstmState"]
 
@@ -53,7 +54,7 @@ class LstmState:
 
     def select(self, index: int) -> LstmState:
         """The state of one direction: `slice(s![index]).squeeze_dim(0)`."""
-        return LstmState(*(t.slice([(index, index + 1)]).squeeze_dim(0) for t in self.unpack()))
+        return LstmState(*(select_direction(t, index) for t in self.unpack()))
 
     @staticmethod
     def stack(states, dim: int) -> LstmState:
@@ -128,25 +129,17 @@ class Lstm(Module):
 
     def forward(self, x: Tensor, state: LstmState | None = None) -> tuple[Tensor, LstmState]:
         expect_input("Lstm", x.shape, input_layout(self.batch_first, self.input_gate))
-        if not self.batch_first:
-            x = x.swap_dims(0, 1)
-        steps = range(x.shape[1])
-        output, state = self.forward_iter(x, reversed(steps) if self.reverse else steps, state)
-        return (output if self.batch_first else output.swap_dims(0, 1)), state
+        return one_direction(x, self.batch_first, self.reverse, self.forward_iter, state)
 
     def forward_iter(self, x: Tensor, steps, state: LstmState | None):
         """Run the cell over the time indices `steps` of batch-first `x`; the output holds each
         step's hidden state at its own index."""
-        batch_size, seq_length, _ = x.shape
         if state is None:
-            state = LstmState.initial([batch_size, self.d_hidden], x.device, x.dtype.name)
-        cell, hidden = state.unpack()
-        outputs: list[Tensor | None] = [None] * seq_length
-        for t in steps:
-            x_t = x.slice([None, (t, t + 1)]).squeeze_dim(1)
-            cell, hidden = self.step(x_t, cell, hidden)
-            outputs[t] = hidden.unsqueeze_dim(1)
-        return Tensor.cat(outputs, 1), LstmState(cell, hidden)
+            state = LstmState.initial([x.shape[0], self.d_hidden], x.device, x.dtype.name)
+        output, (cell, hidden) = run_steps(
+            x, steps, state.unpack(), lambda x_t, c: self.step(x_t, *c), lambda c: c[1]
+        )
+        return output, LstmState(cell, hidden)
 
     def step(self, x_t: Tensor, cell: Tensor, hidden: Tensor) -> tuple[Tensor, Tensor]:
         """One time step: `(cell, hidden)` after input `x_t` `[batch, d_input]`."""
@@ -195,33 +188,17 @@ class BiLstmConfig(Config):
         return BiLstm(base.init(device), base.init(device), self.d_hidden, self.batch_first)
 
 
-class BiLstm(Module):
+class BiLstm(Bidirectional):
     """Two LSTMs, `forward` and `reverse`; outputs concatenated on the feature dim (forward
     first), states stacked on a new dim 0, as PyTorch's `bidirectional=True` lays them out.
 
     PyTorch difference: its reverse direction's weights are the `*_l0_reverse` tensors.
     """
 
-    def __init__(self, forward: Lstm, reverse: Lstm, d_hidden: int, batch_first: bool) -> None:
-        # `forward` is burn's field name, so it shadows the method: call the module (or `run`).
-        self.forward = forward
-        self.reverse = reverse
-        self.d_hidden = d_hidden
-        self.batch_first = batch_first
-
-    def __call__(self, x: Tensor, state: LstmState | None = None):
-        return BiLstm.run(self, x, state)
-
     def run(self, x: Tensor, state: LstmState | None = None) -> tuple[Tensor, LstmState]:
         """burn's `BiLstm::forward` (the name `forward` is the forward-direction field)."""
         expect_input("BiLstm", x.shape, input_layout(self.batch_first, self.forward.input_gate))
-        if not self.batch_first:
-            x = x.swap_dims(0, 1)
-        state_forward = None if state is None else state.select(0)
-        state_reverse = None if state is None else state.select(1)
-        out_forward, state_forward = self.forward.forward(x, state_forward)
-        steps = reversed(range(x.shape[1]))
-        out_reverse, state_reverse = self.reverse.forward_iter(x, steps, state_reverse)
-        output = Tensor.cat([out_forward, out_reverse], 2)
-        output = output if self.batch_first else output.swap_dims(0, 1)
+        output, state_forward, state_reverse = two_directions(
+            x, self.batch_first, LstmState.select, self.forward.forward, self.reverse, state
+        )
         return output, LstmState.stack([state_forward, state_reverse], 0)
