@@ -20,9 +20,11 @@ burn's ``AdamWConfig`` (weight decay 0.01, PyTorch's epsilon 1e-8; PyTorch given
 epsilon and decay as burn's f32 fields) with ``GradientClippingConfig.norm(0.5)``; burn clips
 each parameter's gradient by its own norm (``harness.engine.optim.clipping``), so the PyTorch
 side clips each parameter by burn's formula, ``g * min(1, c / (||g|| + tiny))``, before
-``optim.step()``. The LR: ``SequentialLrSchedulerConfig`` of a linear warm-up (1e-3 to 1e-2
-over 4 steps) and a cosine to 1e-4 over 16, PyTorch's ``SequentialLR`` of ``LinearLR`` and
-``CosineAnnealingLR`` read before each step (``steps.lr`` agrees).
+``optim.step()``. The threshold bites: the head's weight gradient (norm 0.66 at step 0, 0.50
+at step 10) is clipped at steps 0 to 10, the others (all below 0.5) never. The LR:
+``SequentialLrSchedulerConfig`` of a linear warm-up (1e-3 to 1e-2 over 4 steps) and a cosine
+to 1e-4 over 16, PyTorch's ``SequentialLR`` of ``LinearLR`` and ``CosineAnnealingLR`` read
+before each step (``steps.lr`` agrees).
 
 The per-step losses (``steps.loss``) part by burn's f32 Adam bias corrections
 (``harness.engine.optim.AdamW``), a systematic differ: the gap rises 7.7e-07 a step and levels
