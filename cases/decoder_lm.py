@@ -419,6 +419,10 @@ steps.loss: float32 gap 7.0e-06 to 7.2e-06 (saturating from step 9), float64 gap
 params: float32 gap 9.5e-07 to 1.22e-06; float64 gap 6.5e-07; each side to its own float64
   run: torch 1.06e-06, engine 1.14e-06
 gen.initial logits: float32 gap up to 6.0e-07, float64 6.7e-16; smallest margin 3.3e-04
+gen.initial tokens (all three, float32 and float64): 7 9 11 13 | 37 11 13 39 37 11 31 3 47 44 45
+  36 37 32 47 13
+gen.trained tokens (all three, float32 and float64): 7 9 11 13 | 13 13 22 8 9 10 11 12 13 18 16
+  11 24 26 49 13
 gen.trained logits: float32 gap 1.36e-05, float64 1.36e-05 (formula); smallest margin 8.2e-04
 engine cached against full: up to 7.2e-07
 goldens (x86-64-v3) against native and baseline runs: steps.loss 4.8e-07, params 1.96e-06,
