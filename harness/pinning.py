@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,26 +19,29 @@ THREADS = 1  # BLAS and torch threads while a side runs: outputs independent of 
 @contextlib.contextmanager
 def pinned(side: str, threads: int = THREADS) -> Iterator[None]:
     """``threads`` threads for BLAS and torch (one by default), and fixed seeds, so outputs do
-    not depend on the machine."""
+    not depend on the machine. torch's threads are pinned for either side: an engine side may
+    call torch too (to build the weights it imports), and torch's default pool is every core."""
     from threadpoolctl import threadpool_limits
 
     random.seed(SEED)
     np.random.seed(SEED)
+    torch = sys.modules.get("torch")
     if side == "torch":
         import torch
 
         torch.manual_seed(SEED)
-        previous = torch.get_num_threads()
-        torch.set_num_threads(threads)
     else:
         from harness import engine
 
         engine.seed(SEED)
+    previous = torch.get_num_threads() if torch is not None else None
+    if torch is not None:
+        torch.set_num_threads(threads)
     try:
         with threadpool_limits(limits=threads):
             yield
     finally:
-        if side == "torch":
+        if torch is not None:
             torch.set_num_threads(previous)
 
 

@@ -157,3 +157,19 @@ def test_repeat_is_what_detects_it(tmp_path, repeat):
     case = write_case(tmp_path / "cases", "noisy", NOISY)
     run = run_case(case, tmp_path / "out", repeat=repeat)
     assert ("engine" in run.nondeterministic) is repeat
+
+
+def test_torch_threads_are_pinned_for_the_engine_side_too():
+    """An engine side that builds its weights with torch runs torch on one thread as well."""
+    import torch
+
+    from harness.pinning import pinned
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pinned("engine", 1):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
