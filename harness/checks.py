@@ -5,13 +5,16 @@ documents it and a one-line summary of each side's values."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from harness import explain
 from harness import trajectory as traj
 from harness.case import Agree, Case, CaseDefinitionError, Check, Differ, Expect, Trajectory
 from harness.diff import Diff, diff_values
+from harness.engine import divergence
 from harness.mismatches import LIMIT, RowDetail, inspect_rows
 from harness.report.cells import value_summary
 from harness.results import CheckReport
@@ -26,6 +29,8 @@ class RecordedRun(Protocol):
     values: Mapping[str, Mapping[str, Any]]
     error: str | None
     values64: Mapping[str, Mapping[str, Any]]  # the float64 reruns (trajectory checks)
+    # ``explainer``: the explained runs (``harness.runner.Explainer``), None without float64
+    # reruns; read with getattr, so a run recorded before them still evaluates.
 
 
 class _Verdict(NamedTuple):
@@ -94,6 +99,8 @@ def _verdict(run: RecordedRun, check: Check) -> _Verdict:
         if isinstance(report, str):
             return _Verdict(False, None, report)
         ok, message = traj.same_formula(report)
+        if not ok:
+            message = explain.trajectory_message(_explanation(run, check, report))
         message = f"{message} ({check.note})" if check.note else message
         return _Verdict(ok, None, message, trajectory=report)
     left, right = sides
@@ -159,11 +166,62 @@ def _evaluate_systematic(
     if isinstance(report, str):
         return _Verdict(False, diff, report, documented_by)
     ok, message = traj.systematic_holds(report, check.systematic)
+    if report.precision.verdict == traj.Precision.FORMULA:
+        ok, message = _explained_systematic(run, check, report, ok, message)
     left, right = sides
     broken = [k for k in left if check.relation and not check.relation.holds(left[k], right[k])]
     if ok and broken:
         ok, message = False, f"the relation '{check.relation.text}' fails for {broken}"
     return _Verdict(ok, diff, message, documented_by, trajectory=report)
+
+
+def _explained_systematic(
+    run: RecordedRun, check: Differ, report: traj.TrajectoryReport, ok: bool, message: str
+) -> tuple[bool, str]:
+    """A systematic differ holds only while the explained runs agree to rounding: with the
+    engine following PyTorch wherever it documents a difference, nothing else parts the runs.
+    A ``because`` that registers no divergence switch (a default value, say) cannot be tested
+    that way: the differ's own verdict stands, and says so."""
+    if not documents_a_switch(check.because):
+        note = f"not tested by an explained run: {check.because} registers no divergence switch"
+        return ok, f"{message} ({note})"
+    verdict, text = explain.systematic_message(_explanation(run, check, report), check.because)
+    if verdict is False:
+        return False, text
+    return ok, f"{message}; {text}" if ok else message
+
+
+def _explanation(
+    run: RecordedRun, check: Trajectory | Differ, report: traj.TrajectoryReport
+) -> explain.Explanation:
+    """What the explained runs say about a check's formula difference."""
+    if "engine" not in (check.left.side, check.right.side):
+        return explain.Explanation(explain.Cause.UNEXPLAINED, note="neither side is the engine's: no divergence switch applies")
+
+    def select(explained):
+        values = {**run.values, "engine": explained.values["float32"]}
+        values64 = {**run.values64, "engine": explained.values["float64"]}
+        return (*_selected(values, check), *_selected(values64, check))
+
+    return explain.explain(
+        getattr(run, "explainer", None), select, report, tol_for=_tol_for(run.case, check.tol)
+    )
+
+
+def documents_a_switch(dotted: str) -> bool:
+    """Whether the object ``because`` names is the documented target of a divergence switch."""
+    try:
+        obj = _resolve(dotted)
+    except CaseDefinitionError:
+        return False
+    return any(_resolve_or_none(s.target) is obj for s in divergence.switches())
+
+
+def _resolve_or_none(dotted: str) -> Any:
+    try:
+        return _resolve(dotted)
+    except CaseDefinitionError:
+        return None
 
 
 def _trajectory(
@@ -220,8 +278,27 @@ def _samples(sides: tuple[Mapping, Mapping]) -> tuple[tuple[str, str, str], ...]
 def resolve_because(dotted: str) -> str:
     """Import the object a ``differ`` names; return its docstring's first sentence.
 
-    A divergence is documented only if the engine code that diverges says so.
+    A divergence is documented only if the engine code that diverges says so: the object's
+    docstring names PyTorch, or (a class or function) the docstring of the module that
+    defines it does, and that docstring is cited.
     """
+    obj = _resolve(dotted)
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    if "PyTorch" not in doc and not inspect.ismodule(obj):
+        module = inspect.getmodule(obj)
+        module_doc = (getattr(module, "__doc__", None) or "").strip()
+        doc = module_doc if "PyTorch" in module_doc else doc
+    if "PyTorch" not in doc:
+        raise CaseDefinitionError(
+            f"because={dotted!r}: its docstring does not document a PyTorch difference "
+            f"(add a sentence naming PyTorch, e.g. 'PyTorch difference: ...', to the docstring "
+            f"of {dotted} or of its module)"
+        )
+    return doc_sentence(doc)
+
+
+def _resolve(dotted: str) -> Any:
+    """The object a dotted path names (module, then attributes), or CaseDefinitionError."""
     module_name, obj = dotted, None
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
@@ -239,12 +316,7 @@ def resolve_because(dotted: str) -> str:
         break
     if obj is None:
         raise CaseDefinitionError(f"because={dotted!r}: no such module")
-    doc = (getattr(obj, "__doc__", None) or "").strip()
-    if "PyTorch" not in doc:
-        raise CaseDefinitionError(
-            f"because={dotted!r}: its docstring does not document a PyTorch difference"
-        )
-    return doc_sentence(doc)
+    return obj
 
 
 DOC_SENTENCE_LIMIT = 200  # characters: two lines of a report, enough for any sentence cited

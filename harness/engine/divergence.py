@@ -56,14 +56,9 @@ def register(name: str, target: str, doc: str) -> Switch:
     return _REGISTRY[name]
 
 
-def _load_engine() -> None:
-    """Switches register as their modules import: importing the engine registers them all."""
-    import harness.engine  # noqa: F401
-
-
 def switches() -> tuple[Switch, ...]:
-    """Every registered switch, by name."""
-    _load_engine()
+    """Every registered switch, by name. Switches register as their modules import:
+    ``import harness.engine`` registers them all."""
     return tuple(_REGISTRY[n] for n in sorted(_REGISTRY))
 
 
@@ -73,7 +68,6 @@ def names() -> tuple[str, ...]:
 
 def switch(name: str) -> Switch:
     """The switch of that name, or a KeyError listing the known ones."""
-    _load_engine()
     if name not in _REGISTRY:
         raise KeyError(f"no divergence switch {name!r}; known: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]

@@ -94,11 +94,14 @@ ADAMW_BIAS_CORRECTION = divergence.register(
 
 
 def bias_corrections(beta_1: float, beta_2: float, time: int, switch: divergence.Switch):
-    """`(1 - b1^t, 1 - b2^t)` of the stored (f32) betas: burn's f32 arithmetic (`f32::powi`);
-    with ``switch`` on, PyTorch's: `1 - beta ** t` in f64 (the betas as stored)."""
+    """`(1 - b1^t, 1 - b2^t)` of the stored betas: burn's f32 arithmetic (`f32::powi`); with
+    ``switch`` on, PyTorch's: `1 - beta ** t` in f64. The arithmetic only: the betas are as
+    stored (f32, or f64 with `optim.f32_hyperparameters` on), so each switch undoes one thing.
+    """
     b1, b2 = f32(beta_1), f32(beta_2)
     if switch.on:
         return 1.0 - float(b1) ** time, 1.0 - float(b2) ** time
+    b1, b2 = np.float32(b1), np.float32(b2)  # f32 arithmetic whatever the betas' storage
     return ONE - powi(b1, time), ONE - powi(b2, time)
 
 

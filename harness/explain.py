@@ -1,0 +1,200 @@
+"""Whether the documented divergences explain a formula difference.
+
+The explained runs (``harness.runner.ExplainedRun``) rerun the engine side with divergence
+switches on (``harness.engine.divergence``): the engine follows PyTorch wherever it differs
+by design. They are compared with the other side exactly as the float64 verdict compares the
+ordinary runs (``harness.trajectory.precision_verdict``): if the explained float64 runs agree
+to rounding, the switches explain the gap; if they still part, something besides the
+documented divergences parts the two sides (a bug, or a difference nobody documented).
+
+Which switches explain it: every switch the all-on run consulted (its code ran); when one of
+them alone explains it, that one (the single-switch runs are made on demand). When the all-on
+run parts but one switch alone agrees (the other side was given burn's f32 constants, which
+the f32-hyperparameter switch then undoes), that one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from harness import trajectory as traj
+from harness.engine import divergence
+
+PARTIAL = 0.5
+"""The switches explain part of an unexplained gap when the all-on run's float64 max|diff| is
+under this fraction of the ordinary float64 runs' (a switch that changed nothing leaves the
+gap as it was, to rounding)."""
+
+FIRST_KEYS = 3  # keys named in an unexplained verdict
+
+
+class Cause(StrEnum):
+    EXPLAINED = "explained"  # with the switches on the float64 runs agree to rounding
+    UNEXPLAINED = "unexplained"  # with every switch on they still part
+    UNTESTED = "untested"  # no explained run applies (``note`` says why)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What the explained runs say about a formula difference.
+
+    ``switches``: EXPLAINED, those that explain it; UNEXPLAINED, those that explain part of it
+    (may be empty). ``keys``: UNEXPLAINED, the first keys whose explained float64 runs still
+    part. ``gap64``: float64 max|diff| of the ordinary runs and of the all-on run.
+    """
+
+    cause: Cause
+    switches: tuple[divergence.Switch, ...] = ()
+    keys: tuple[str, ...] = ()
+    gap64: tuple[float, float] | None = None
+    note: str = ""
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Where the switches are documented (``because=`` values), each once."""
+        return tuple(dict.fromkeys(s.target for s in self.switches))
+
+
+class Runs(Protocol):
+    """``harness.runner.Explainer``: the explained runs of a case, by set of switches."""
+
+    def run(self, switches: tuple[str, ...]) -> Any: ...
+
+    def all_on(self) -> Any: ...
+
+
+Sides = tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]]
+
+
+def explain(
+    runs: Runs | None,
+    select: Callable[[Any], Sides | str],
+    report: traj.TrajectoryReport,
+    *,
+    tol_for,
+) -> Explanation:
+    """Explain the formula difference of ``report`` (the ordinary runs' trajectory report).
+
+    ``select(explained_run)``: the check's four value sets (left, right, left float64, right
+    float64) with the engine side's taken from that explained run, or why it cannot apply.
+    """
+    if runs is None:
+        return Explanation(Cause.UNTESTED, note="no explained run (made without float64 reruns)")
+    all_on = runs.all_on()
+    if all_on.error:
+        return Explanation(Cause.UNTESTED, note=f"the explained run failed: {all_on.error}")
+    first = _analysed(all_on, select, report, tol_for)
+    if isinstance(first, str):
+        return Explanation(Cause.UNTESTED, note=first)
+    consulted = all_on.consulted
+    alone = [
+        name
+        for name in (consulted if len(consulted) > 1 else ())
+        if _rounds(_analysed(runs.run((name,)), select, report, tol_for))
+    ]
+    if _rounds(first):
+        return Explanation(Cause.EXPLAINED, _switches(alone[:1] or consulted))
+    if alone:
+        return Explanation(Cause.EXPLAINED, _switches(alone[:1]))
+    gap64 = (max(report.float64.max_abs, default=0.0), max(first.float64.max_abs, default=0.0))
+    partial = consulted if gap64[1] < PARTIAL * gap64[0] else ()
+    keys = parting_keys(*select(all_on))
+    return Explanation(Cause.UNEXPLAINED, _switches(partial), keys, gap64)
+
+
+def _analysed(run, select, report: traj.TrajectoryReport, tol_for) -> traj.TrajectoryReport | str:
+    if run.error:
+        return f"the explained run failed: {run.error}"
+    sides = select(run)
+    if isinstance(sides, str):
+        return sides
+    try:
+        return traj.analyse(*sides, tol_for=tol_for, labels=report.labels)
+    except traj.TrajectoryError as exc:
+        return f"the explained run is not a trajectory: {exc}"
+
+
+def _rounds(report: traj.TrajectoryReport | str) -> bool:
+    return not isinstance(report, str) and report.precision.verdict == traj.Precision.ROUNDING
+
+
+def _switches(names) -> tuple[divergence.Switch, ...]:
+    return tuple(divergence.switch(n) for n in names)
+
+
+def parting_keys(left, right, left64, right64, limit: int = FIRST_KEYS) -> tuple[str, ...]:
+    """The first keys (in the check's order) whose float64 runs part, by the float64 verdict
+    applied to each key alone."""
+    found = []
+    for key in left:
+        one = ({key: left[key]}, {key: right[key]}, {key: left64[key]}, {key: right64[key]})
+        steps = traj.step_count(one[0])
+        verdict = traj.precision_verdict(
+            traj.eps_gaps(one[0], one[1], one[2], steps, one[0][key].dtype.name),
+            traj.eps_gaps(one[2], one[3], one[2], steps, one[2][key].dtype.name),
+        )
+        if verdict.verdict == traj.Precision.FORMULA:
+            found.append(key)
+            if len(found) == limit:
+                break
+    return tuple(found)
+
+
+# ---------------------------------------------------------------------------------------------
+# The sentences the checks print
+
+
+UNEXPLAINED = "unexplained: a difference in one side's code; not a documented burn behaviour"
+
+
+def _named(switches: tuple[divergence.Switch, ...]) -> str:
+    return ", ".join(f"{s.name} ({s.doc}; documented at {s.target})" for s in switches)
+
+
+def _because(explanation: Explanation) -> str:
+    return " or ".join(f'because="{t}"' for t in explanation.targets)
+
+
+def _remains(explanation: Explanation) -> str:
+    if explanation.note:
+        return explanation.note
+    keys = ", ".join(explanation.keys) or "the keys together"
+    text = f"with every divergence switch on, the float64 runs still part (first keys: {keys})"
+    if explanation.switches:
+        before, after = explanation.gap64 or (0.0, 0.0)
+        text += (
+            f"; {', '.join(s.name for s in explanation.switches)} explain part of it "
+            f"(float64 max|diff| {before:.2g} -> {after:.2g})"
+        )
+    return text
+
+
+def trajectory_message(explanation: Explanation) -> str:
+    """A failing trajectory check's message: its cause, and a ``differ`` only when the
+    documented divergences explain it."""
+    if explanation.cause == Cause.EXPLAINED:
+        return (
+            f"formula difference, explained by {_named(explanation.switches)}: with the "
+            "engine following PyTorch there the float64 runs agree to rounding; declare it "
+            f"with differ(..., {_because(explanation)}, systematic=True)"
+        )
+    if explanation.cause == Cause.UNEXPLAINED:
+        return f"formula difference, {UNEXPLAINED} ({_remains(explanation)})"
+    return f"formula difference: the float64 runs part too ({explanation.note})"
+
+
+def systematic_message(explanation: Explanation, because: str) -> tuple[bool | None, str]:
+    """What the explained runs add to a systematic differ whose float64 runs part: ``(False,
+    why)`` when an unexplained difference remains, ``(None, note)`` when they cannot tell
+    (the differ's own verdict stands)."""
+    if explanation.cause == Cause.EXPLAINED:
+        return None, f"the documented divergences explain it: {_named(explanation.switches)}"
+    if explanation.cause == Cause.UNEXPLAINED:
+        return False, (
+            f"an unexplained formula difference remains besides {because}: "
+            f"{_remains(explanation)}; {UNEXPLAINED}"
+        )
+    return None, f"not tested by an explained run: {explanation.note}"
