@@ -3,10 +3,11 @@ from the same PyTorch weights.
 
 The model: a token embedding (``torch.nn.Embedding`` and burn's ``Embedding``, the same
 ``[vocab, d_model]`` layout, loaded as stored), sinusoidal positions (burn's
-``PositionalEncoding``; PyTorch the tutorial's table), a 2-layer ``TransformerEncoder``
-(d_model 32, 4 heads, d_ff 64, post-norm, dropout 0, exact gelu: burn's default, which PyTorch
-must be told, its default is relu) and a Linear head. The task: at each position predict the
-previous token (position 0 predicts itself), cross-entropy over all positions.
+``PositionalEncoding``; PyTorch the tutorial's table, in the model's dtype), a 2-layer
+``TransformerEncoder`` (d_model 32, 4 heads, d_ff 64, post-norm, dropout 0, exact gelu: burn's
+default, which PyTorch must be told, its default is relu) and a Linear head. The task: at each
+position predict the previous token (position 0 predicts itself), cross-entropy over all
+positions.
 PyTorch's weights (``self_attn.in_proj_weight``, ``linear1``, ``norm1``, ...) are imported
 into burn's layout (``mha.query``/``key``/``value``, ``pwff.linear_inner``, ``norm_1.gamma``)
 by the importer rules; burn's Adam is given PyTorch's epsilon (1e-8, burn's default 1e-5), and
@@ -82,10 +83,12 @@ class TorchModel(torch.nn.Module):
         return self.head(self.encoder(self.embed(x) + self.pe))
 
 
-def _tutorial_sinusoids(length: int, d_model: int) -> torch.Tensor:
-    position = torch.arange(length).unsqueeze(1)
-    div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
-    pe = torch.zeros(length, d_model)
+def _tutorial_sinusoids(length: int, d_model: int, dtype=torch.float32) -> torch.Tensor:
+    """The tutorial's table, built in the model's dtype (float32: the tutorial's own)."""
+    position = torch.arange(length, dtype=dtype).unsqueeze(1)
+    steps = torch.arange(0, d_model, 2, dtype=dtype)
+    div_term = torch.exp(steps * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(length, d_model, dtype=dtype)
     pe[:, 0::2] = torch.sin(position * div_term)
     pe[:, 1::2] = torch.cos(position * div_term)
     return pe
@@ -104,9 +107,12 @@ class Model(Module):
 
 
 def _torch_model(dtype=torch.float32) -> TorchModel:
-    """The initial model (float32 init, then cast exactly; the position table too)."""
+    """The initial model (float32 init, then cast exactly; the position table built in the
+    model's dtype, as a PyTorch model built in that dtype would)."""
     torch.manual_seed(32)
-    return TorchModel().to(dtype)
+    model = TorchModel().to(dtype)
+    model.pe = _tutorial_sinusoids(S, D, dtype)  # a float64 model builds it in float64
+    return model
 
 
 def torch_side(dtype=torch.float32):

@@ -196,7 +196,9 @@ def _explanation(
 ) -> explain.Explanation:
     """What the explained runs say about a check's formula difference."""
     if "engine" not in (check.left.side, check.right.side):
-        return explain.Explanation(explain.Cause.UNEXPLAINED, note="neither side is the engine's: no divergence switch applies")
+        return explain.Explanation(
+            explain.Cause.UNEXPLAINED, note="neither side is the engine's: no switch applies"
+        )
 
     def select(explained):
         values = {**run.values, "engine": explained.values["float32"]}

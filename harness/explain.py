@@ -8,9 +8,9 @@ to rounding, the switches explain the gap; if they still part, something besides
 documented divergences parts the two sides (a bug, or a difference nobody documented).
 
 Which switches explain it: every switch the all-on run consulted (its code ran); when one of
-them alone explains it, that one (the single-switch runs are made on demand). When the all-on
-run parts but one switch alone agrees (the other side was given burn's f32 constants, which
-the f32-hyperparameter switch then undoes), that one.
+them alone explains it, that one (the runs with fewer switches are made on demand). When the
+all-on run parts but it agrees with one consulted switch left off, the others (a side given
+burn's f32 constants, say: the f32-hyperparameter switch then parts what the case aligned).
 """
 
 from __future__ import annotations
@@ -86,23 +86,31 @@ def explain(
     all_on = runs.all_on()
     if all_on.error:
         return Explanation(Cause.UNTESTED, note=f"the explained run failed: {all_on.error}")
-    first = _analysed(all_on, select, report, tol_for)
+    def analysed(run) -> traj.TrajectoryReport | str:
+        return _analysed(run, select, report, tol_for)
+
+    first = analysed(all_on)
     if isinstance(first, str):
         return Explanation(Cause.UNTESTED, note=first)
     consulted = all_on.consulted
-    alone = [
-        name
-        for name in (consulted if len(consulted) > 1 else ())
-        if _rounds(_analysed(runs.run((name,)), select, report, tol_for))
-    ]
     if _rounds(first):
-        return Explanation(Cause.EXPLAINED, _switches(alone[:1] or consulted))
-    if alone:
-        return Explanation(Cause.EXPLAINED, _switches(alone[:1]))
+        return Explanation(Cause.EXPLAINED, _switches(_narrowed(runs, consulted, analysed)))
+    for left_out in consulted if len(consulted) > 1 else ():
+        kept = tuple(n for n in consulted if n != left_out)
+        if _rounds(analysed(runs.run(kept))):
+            return Explanation(Cause.EXPLAINED, _switches(_narrowed(runs, kept, analysed)))
     gap64 = (max(report.float64.max_abs, default=0.0), max(first.float64.max_abs, default=0.0))
     partial = consulted if gap64[1] < PARTIAL * gap64[0] else ()
     keys = parting_keys(*select(all_on))
     return Explanation(Cause.UNEXPLAINED, _switches(partial), keys, gap64)
+
+
+def _narrowed(runs: Runs, names: tuple[str, ...], analysed) -> tuple[str, ...]:
+    """The one switch of ``names`` that explains the gap alone, if one does; else all."""
+    for name in names if len(names) > 1 else ():
+        if _rounds(analysed(runs.run((name,)))):
+            return (name,)
+    return names
 
 
 def _analysed(run, select, report: traj.TrajectoryReport, tol_for) -> traj.TrajectoryReport | str:

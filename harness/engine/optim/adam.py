@@ -153,7 +153,12 @@ class Adam(TensorOptimizer):
 @dataclasses.dataclass(frozen=True)
 class AdamConfig(OptimizerConfig):
     """burn's `AdamConfig`: beta_1 0.9, beta_2 0.999, **epsilon 1e-5**, amsgrad false,
-    optional coupled `weight_decay` and `grad_clipping`."""
+    optional coupled `weight_decay` and `grad_clipping`.
+
+    PyTorch difference: the default epsilon is 1e-5 (PyTorch 1e-8); a default value, pass
+    PyTorch's to compare (no divergence switch: a config cannot tell a default from a value
+    given). The update's differences are `Adam`'s.
+    """
 
     beta_1: float = 0.9
     beta_2: float = 0.999
@@ -224,7 +229,12 @@ class AdamW(TensorOptimizer):
 @dataclasses.dataclass(frozen=True)
 class AdamWConfig(OptimizerConfig):
     """burn's `AdamWConfig`: beta_1 0.9, beta_2 0.999, **epsilon 1e-5**, **weight_decay 1e-4**,
-    cautious_weight_decay false, amsgrad false, optional `grad_clipping`."""
+    cautious_weight_decay false, amsgrad false, optional `grad_clipping`.
+
+    PyTorch difference: the defaults epsilon 1e-5 and weight_decay 1e-4 (PyTorch 1e-8 and
+    1e-2); default values, pass PyTorch's to compare (no divergence switch). The update's
+    differences are `AdamW`'s.
+    """
 
     beta_1: float = 0.9
     beta_2: float = 0.999
