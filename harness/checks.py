@@ -281,12 +281,13 @@ def resolve_because(dotted: str) -> str:
     """Import the object a ``differ`` names; return its docstring's first sentence.
 
     A divergence is documented only if the engine code that diverges says so: the object's
-    docstring names PyTorch, or (a class or function) the docstring of the module that
-    defines it does, and that docstring is cited.
+    docstring names PyTorch, or (a module's top-level class or function) the docstring of the
+    module that defines it does, and that docstring is cited.
     """
     obj = _resolve(dotted)
     doc = (getattr(obj, "__doc__", None) or "").strip()
-    if "PyTorch" not in doc and not inspect.ismodule(obj):
+    top_level = "." not in getattr(obj, "__qualname__", ".")  # a module's own class or function
+    if "PyTorch" not in doc and top_level:
         module = inspect.getmodule(obj)
         module_doc = (getattr(module, "__doc__", None) or "").strip()
         doc = module_doc if "PyTorch" in module_doc else doc

@@ -105,7 +105,7 @@ def test_a_formula_change_fails_the_trajectory_check(tmp_path):
     # A planted change, not a documented divergence: no switch explains it, no differ advised.
     assert check.message == (
         "formula difference, unexplained: a difference in one side's code; not a documented "
-        "burn behaviour (with every divergence switch on, the float64 runs still part "
+        "burn behaviour (with the divergence switches on, the float64 runs still part "
         "(first keys: run.w, run.loss))"
     )
     assert f"FAIL synthetic_trajectory::{LABELS['trajectory']}" in render_summary([report])
