@@ -19,6 +19,8 @@ import pytest
 from harness.case import CaseDefinitionError, load_case
 from harness.checks import resolve_because
 from harness.engine import divergence
+from harness.report.html import render_cases_html
+from harness.report.text import render_case
 from harness.runner import check_case, explained_run, run_side
 
 CASE = '''"""The A1 MLP ported with Adam; the engine side has a planted variant: {variant}."""
@@ -28,6 +30,7 @@ import torch.nn.functional as F
 
 from harness.a1 import a1_engine, a1_torch, engine_params, f32, torch_params
 from harness.case import differ, trajectory
+from harness.tolerances import Tolerance
 from harness.engine import AdamConfig, CrossEntropyLossConfig, Device, GradientsParams
 from harness.engine import Param, Tensor
 
@@ -85,7 +88,12 @@ CHECKS = [{checks}]
 
 TRAJECTORY = 'trajectory("steps.*")'
 SYSTEMATIC = 'differ("steps.*", because="harness.engine.optim.Adam", systematic=True)'
-LABELS = {TRAJECTORY: "trajectory:steps.*:torch~engine", SYSTEMATIC: "differ:steps.*:torch~engine"}
+LOOSE = SYSTEMATIC[:-1] + ', tol=Tolerance(1e-3, reason="a test: the gap is under it"))'
+LABELS = {
+    TRAJECTORY: "trajectory:steps.*:torch~engine",
+    SYSTEMATIC: "differ:steps.*:torch~engine",
+    LOOSE: "differ:steps.*:torch~engine",
+}
 ADAM = (
     "adam.bias_correction (PyTorch computes Adam's bias corrections 1 - beta^t in f64; "
     "documented at harness.engine.optim.Adam)"
@@ -164,6 +172,18 @@ def test_a_systematic_differ_holds_while_its_switch_explains_it(tmp_path):
     _, check = run(tmp_path, checks=SYSTEMATIC)
     assert check.ok, check.message
     assert check.message.endswith(f"; the documented divergences explain it: {ADAM}")
+
+
+def test_a_systematic_differ_under_its_tolerance_never_reads_vanished(tmp_path):
+    """The float32 values agree within a loose tolerance, the float64 runs part: the check
+    holds, and neither its message nor its tables say the divergence vanished."""
+    report, check = run(tmp_path, checks=LOOSE)
+    assert check.ok and check.diff.ok, check.message
+    words = "within tolerance (a systematic divergence: the float64 runs judge it)"
+    text = render_case(report)
+    assert words in text and "vanished" not in text
+    page = render_cases_html([report])
+    assert words in page and "vanished" not in page
 
 
 def test_switches_are_off_by_default_and_restored():

@@ -116,6 +116,19 @@ class Words:
 CHECK_WORDS = Words("FAIL", "OK", "FAIL")
 # A documented divergence (a ``differ`` check): differing is the expected outcome.
 DIVERGENCE_WORDS = Words("DIFF", "SAME (divergence vanished)", "DIFFER as documented")
+# A systematic differ: the float64 runs judge it, so values within tolerance vanish nothing.
+SYSTEMATIC_WORDS = Words(
+    "DIFF", "within tolerance (a systematic divergence: the float64 runs judge it)", "DIFFER"
+)
+
+
+def words_for(kind: str, systematic: bool) -> Words:
+    """How a check's table reads: an agree check's, a differ's, or a systematic differ's."""
+    if kind != "differ":
+        return CHECK_WORDS
+    return SYSTEMATIC_WORDS if systematic else DIVERGENCE_WORDS
+
+
 # A golden rewritten by --update-golden: the table says what changed, nothing failed.
 UPDATE_WORDS = Words("CHANGED", "values within tolerance of the old golden", "CHANGED")
 

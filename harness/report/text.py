@@ -40,6 +40,7 @@ from harness.report.cells import (
     ratio_text,
     structural_problem,
     verdict,
+    words_for,
 )
 from harness.report.elements import detail_lines, failure_headline, left_out_text
 from harness.report.trajectory import trajectory_headline, trajectory_line
@@ -188,7 +189,7 @@ def _check_table(check: CheckReport, verbose: bool = True) -> str:
         return ""
     return render_text(
         check.diff,
-        divergence=check.kind == CheckKind.DIFFER,
+        words=words_for(check.kind, check.trajectory is not None),
         details=check.details,
         only_failing=not verbose and not check.ok and check.kind != CheckKind.DIFFER,
     )
