@@ -182,17 +182,22 @@ def _explained_systematic(
     engine following PyTorch wherever it documents a difference, nothing else parts the runs.
     A ``because`` that registers no divergence switch (a default value, say) cannot be tested
     that way: the differ's own verdict stands, and says so."""
-    if not documents_a_switch(check.because):
+    if not switches_documented_at(check.because):
         note = f"not tested by an explained run: {check.because} registers no divergence switch"
         return ok, f"{message} ({note})"
-    verdict, text = explain.systematic_message(_explanation(run, check, report), check.because)
+    preferred = switches_documented_at(check.because)
+    explanation = _explanation(run, check, report, preferred)
+    verdict, text = explain.systematic_message(explanation, check.because)
     if verdict is False:
         return False, text
     return ok, f"{message}; {text}" if ok else message
 
 
 def _explanation(
-    run: RecordedRun, check: Trajectory | Differ, report: traj.TrajectoryReport
+    run: RecordedRun,
+    check: Trajectory | Differ,
+    report: traj.TrajectoryReport,
+    preferred: tuple[str, ...] = (),
 ) -> explain.Explanation:
     """What the explained runs say about a check's formula difference."""
     if "engine" not in (check.left.side, check.right.side):
@@ -205,18 +210,17 @@ def _explanation(
         values64 = {**run.values64, "engine": explained.values["float64"]}
         return (*_selected(values, check), *_selected(values64, check))
 
-    return explain.explain(
-        getattr(run, "explainer", None), select, report, tol_for=_tol_for(run.case, check.tol)
-    )
+    explainer = getattr(run, "explainer", None)
+    return explain.explain(explainer, select, report, preferred=preferred)
 
 
-def documents_a_switch(dotted: str) -> bool:
-    """Whether the object ``because`` names is the documented target of a divergence switch."""
+def switches_documented_at(dotted: str) -> tuple[str, ...]:
+    """The divergence switches whose target is the object ``dotted`` names."""
     try:
         obj = _resolve(dotted)
     except CaseDefinitionError:
-        return False
-    return any(_resolve_or_none(s.target) is obj for s in divergence.switches())
+        return ()
+    return tuple(s.name for s in divergence.switches() if _resolve_or_none(s.target) is obj)
 
 
 def _resolve_or_none(dotted: str) -> Any:

@@ -8,9 +8,10 @@ to rounding, the switches explain the gap; if they still part, something besides
 documented divergences parts the two sides (a bug, or a difference nobody documented).
 
 Which switches explain it: every switch the all-on run consulted (its code ran); when one of
-them alone explains it, that one (the runs with fewer switches are made on demand). When the
-all-on run parts but it agrees with one consulted switch left off, the others (a side given
-burn's f32 constants, say: the f32-hyperparameter switch then parts what the case aligned).
+two alone explains it, that one (the runs with fewer switches are made on demand, once per
+case). When the all-on run parts, a systematic differ's own switches (those documented where
+its ``because`` points) are tried alone, then each consulted switch is left out in turn: a
+side given burn's f32 constants, say, is parted by the f32-hyperparameter switch.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
 
 from harness import trajectory as traj
 from harness.engine import divergence
@@ -74,12 +77,14 @@ def explain(
     select: Callable[[Any], Sides | str],
     report: traj.TrajectoryReport,
     *,
-    tol_for,
+    preferred: tuple[str, ...] = (),
 ) -> Explanation:
     """Explain the formula difference of ``report`` (the ordinary runs' trajectory report).
 
     ``select(explained_run)``: the check's four value sets (left, right, left float64, right
     float64) with the engine side's taken from that explained run, or why it cannot apply.
+    ``preferred``: switches to try alone first when the all-on run parts (those documented
+    where a differ's ``because`` points), before leaving each consulted switch out in turn.
     """
     if runs is None:
         return Explanation(Cause.UNTESTED, note="no explained run (made without float64 reruns)")
@@ -87,8 +92,8 @@ def explain(
     if all_on.error:
         return Explanation(Cause.UNTESTED, note=f"the explained run failed: {all_on.error}")
 
-    def analysed(run) -> traj.TrajectoryReport | str:
-        return _analysed(run, select, report, tol_for)
+    def analysed(run) -> _Verdict | str:
+        return _analysed(run, select)
 
     first = analysed(all_on)
     if isinstance(first, str):
@@ -97,6 +102,9 @@ def explain(
     if _rounds(first):
         return Explanation(Cause.EXPLAINED, _switches(_narrowed(runs, consulted, analysed)))
     tried = [(consulted, all_on, first)]
+    preferred = tuple(n for n in preferred if n in consulted)
+    if preferred and preferred != consulted and _rounds(analysed(runs.run(preferred))):
+        return Explanation(Cause.EXPLAINED, _switches(preferred))
     for left_out in consulted if len(consulted) > 1 else ():
         kept = tuple(n for n in consulted if n != left_out)
         report_kept = analysed(runs.run(kept))
@@ -110,34 +118,61 @@ def explain(
 def _unexplained(report: traj.TrajectoryReport, tried, select) -> Explanation:
     """An unexplained difference: the first keys that still part with the switches on, and
     the set of switches that came closest, if it closes most of the float64 gap."""
-    names, run, best = min(tried, key=lambda t: max(t[2].float64.max_abs, default=0.0))
-    gap64 = (max(report.float64.max_abs, default=0.0), max(best.float64.max_abs, default=0.0))
+    names, run, best = min(tried, key=lambda t: t[2].gap64)
+    gap64 = (max(report.float64.max_abs, default=0.0), best.gap64)
     partial = names if gap64[1] < PARTIAL * gap64[0] else ()
     return Explanation(Cause.UNEXPLAINED, _switches(partial), parting_keys(*select(run)), gap64)
 
 
+NARROWED = 2
+"""Sets of switches up to this size are narrowed to one that explains the gap alone (one run
+per switch); a larger set is named whole (the runs would cost more than the name gains)."""
+
+
 def _narrowed(runs: Runs, names: tuple[str, ...], analysed) -> tuple[str, ...]:
     """The one switch of ``names`` that explains the gap alone, if one does; else all."""
-    for name in names if len(names) > 1 else ():
+    for name in names if 1 < len(names) <= NARROWED else ():
         if _rounds(analysed(runs.run((name,)))):
             return (name,)
     return names
 
 
-def _analysed(run, select, report: traj.TrajectoryReport, tol_for) -> traj.TrajectoryReport | str:
+class _Verdict(NamedTuple):
+    """The float64 verdict of one explained run against the other side, and its float64 gap
+    (only what explaining needs: no growth fit, no per-step tolerance pass)."""
+
+    precision: traj.PrecisionVerdict
+    gap64: float
+
+
+def _analysed(run, select) -> _Verdict | str:
     if run.error:
         return f"the explained run failed: {run.error}"
     sides = select(run)
     if isinstance(sides, str):
         return sides
+    left, right, left64, right64 = sides
     try:
-        return traj.analyse(*sides, tol_for=tol_for, labels=report.labels)
+        steps = traj.step_count({**left, **{f"{k} (right)": v for k, v in right.items()}})
+        if set(left) != set(left64) or set(right) != set(right64) or set(left) != set(right):
+            raise traj.TrajectoryError("the explained run has other keys")
+        if traj.step_count(left64) != steps:
+            raise traj.TrajectoryError("the float64 runs have another number of steps")
     except traj.TrajectoryError as exc:
         return f"the explained run is not a trajectory: {exc}"
+    dtype32 = next(iter(left.values())).dtype.name
+    dtype64 = next(iter(left64.values())).dtype.name
+    precision = traj.precision_verdict(
+        traj.eps_gaps(left, right, left64, steps, dtype32),
+        traj.eps_gaps(left64, right64, left64, steps, dtype64),
+    )
+    gaps = (np.abs(left64[k].astype(np.float64) - right64[k]) for k in left64)
+    gap64 = max((float(np.max(g[np.isfinite(g)], initial=0.0)) for g in gaps), default=0.0)
+    return _Verdict(precision, gap64)
 
 
-def _rounds(report: traj.TrajectoryReport | str) -> bool:
-    return not isinstance(report, str) and report.precision.verdict == traj.Precision.ROUNDING
+def _rounds(verdict: _Verdict | str) -> bool:
+    return not isinstance(verdict, str) and verdict.precision.verdict == traj.Precision.ROUNDING
 
 
 def _switches(names) -> tuple[divergence.Switch, ...]:
