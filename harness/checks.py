@@ -40,6 +40,7 @@ class _Verdict(NamedTuple):
     documented_by: str = ""
     compared: tuple[Mapping, Mapping] = ({}, {})  # the values the check selected, by side
     trajectory: traj.TrajectoryReport | None = None
+    precision: tuple[traj.KeyPrecision, ...] = ()
 
 
 def evaluate(run: RecordedRun, *, limit: int | None = LIMIT) -> list[CheckReport]:
@@ -51,7 +52,7 @@ def evaluate(run: RecordedRun, *, limit: int | None = LIMIT) -> list[CheckReport
 
 
 def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT) -> CheckReport:
-    ok, diff, message, documented_by, compared, trajectory = _verdict(run, check)
+    ok, diff, message, documented_by, compared, trajectory, precision = _verdict(run, check)
     relation = getattr(check, "relation", None)
     differ = isinstance(check, Differ)
     relation_text = None if relation is None else relation.text
@@ -72,6 +73,7 @@ def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT)
         samples=_samples(compared) if differ else None,
         details=_details(check, ok, diff, compared, limit),
         trajectory=trajectory,
+        precision=precision,
     )
 
 
@@ -113,11 +115,23 @@ def _verdict(run: RecordedRun, check: Check) -> _Verdict:
         title=run.case.name,
         labels=(check.left.label, check.right.label),
     )
+    precision = _key_precisions(run, check, diff)
     if isinstance(check, Agree):
         message = "agree" if diff.ok else "values disagree"
         message = f"{message} ({check.note})" if check.note else message
-        return _Verdict(diff.ok, diff, message, compared=sides)
-    return _evaluate_differ(check, diff, left, right, run)._replace(compared=sides)
+        return _Verdict(diff.ok, diff, message, compared=sides, precision=precision)
+    verdict = _evaluate_differ(check, diff, left, right, run, precision)
+    return verdict._replace(compared=sides, precision=precision)
+
+
+def _key_precisions(run: RecordedRun, check: Agree | Differ, diff: Diff):
+    """The float64 verdict per key of a check of a case with float64 reruns (else none)."""
+    if not run.values64 or (isinstance(check, Differ) and check.systematic):
+        return ()
+    left, right = _selected(run.values, check)
+    left64, right64 = _selected(run.values64, check)
+    within = {row.key: row.ok for row in diff.rows}
+    return traj.key_precisions(left, right, left64, right64, within)
 
 
 def _selected(
@@ -138,7 +152,7 @@ def _tol_for(case: Case, tol: Tolerance | None) -> Callable[[str, str], Toleranc
 
 
 def _evaluate_differ(
-    check: Differ, diff: Diff, left: dict, right: dict, run: RecordedRun
+    check: Differ, diff: Diff, left: dict, right: dict, run: RecordedRun, precision=()
 ) -> _Verdict:
     try:
         documented_by = resolve_because(check.because)
@@ -149,6 +163,13 @@ def _evaluate_differ(
         return _Verdict(False, diff, f"keys present on one side only: {missing}")
     if check.systematic:
         return _evaluate_systematic(run, check, diff, (left, right), documented_by)
+    parting = [p.key for p in precision if p.verdict == traj.Precision.FORMULA]
+    if diff.ok and parting:  # not vanished: under the tolerance, and the float64 runs say so
+        message = (
+            f"values within tolerance, but the float64 runs part at {parting}: the divergence "
+            "is under the tolerance (tighten tol, or for a trajectory use systematic=True)"
+        )
+        return _Verdict(False, diff, message, documented_by)
     if diff.ok:
         return _Verdict(False, diff, "expected divergence vanished", documented_by)
     broken = [k for k in left if not check.relation.holds(left[k], right[k])]

@@ -23,6 +23,7 @@ from harness.report.cells import (
     format_index,
     format_value,
     header,
+    precision_lines,
     ratio_text,
     table_cells,
     verdict,
@@ -490,8 +491,11 @@ def _check_html(check: CheckReport) -> str:
     table = ""
     if check.trajectory is not None:
         table += trajectory_html(check.trajectory)
+    lines = precision_lines(check.precision)
+    if lines:
+        table += f'<p class="precision">{"<br>".join(escape(line) for line in lines)}</p>'
     if check.diff is not None:
-        words = words_for(check.kind, check.trajectory is not None)
+        words = words_for(check.kind, check.trajectory is not None, bool(check.parts64))
         table += diff_html(check.diff, check.kind == CheckKind.DIFFER, check.details, words)
     return f'<div class="check">{title}<p class="msg">{message}</p>{table}</div>'
 

@@ -37,6 +37,7 @@ from harness.report.cells import (
     header,
     max_abs_text,
     mismatch_details,
+    precision_lines,
     ratio_text,
     structural_problem,
     verdict,
@@ -159,6 +160,7 @@ def render_check(
     lines = [line]
     if check.trajectory is not None:
         lines.append(one_line(trajectory_line(check.trajectory)))  # a label cannot break it
+    lines += [one_line(line) for line in precision_lines(check.precision)]
     first = _check_headline(check)
     if raised is not None and not check.ok:
         first = raised_headline(raised)
@@ -189,7 +191,7 @@ def _check_table(check: CheckReport, verbose: bool = True) -> str:
         return ""
     return render_text(
         check.diff,
-        words=words_for(check.kind, check.trajectory is not None),
+        words=words_for(check.kind, check.trajectory is not None, bool(check.parts64)),
         details=check.details,
         only_failing=not verbose and not check.ok and check.kind != CheckKind.DIFFER,
     )
