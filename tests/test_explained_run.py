@@ -11,6 +11,7 @@ both sides, as a user porting it would write it, with variants planted on the en
   systematic differ that blames Adam fails.
 """
 
+import html
 import json
 
 import numpy as np
@@ -20,6 +21,7 @@ from harness.case import CaseDefinitionError, load_case
 from harness.checks import resolve_because
 from harness.engine import divergence
 from harness.report.html import render_cases_html
+from harness.report.json_doc import cases_json, schema_errors
 from harness.report.text import render_case
 from harness.runner import check_case, explained_run, run_side
 
@@ -29,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from harness.a1 import a1_engine, a1_torch, engine_params, f32, torch_params
-from harness.case import differ, trajectory
+from harness.case import agree, differ, trajectory
 from harness.tolerances import Tolerance
 from harness.engine import AdamConfig, CrossEntropyLossConfig, Device, GradientsParams
 from harness.engine import Param, Tensor
@@ -89,7 +91,13 @@ CHECKS = [{checks}]
 TRAJECTORY = 'trajectory("steps.*")'
 SYSTEMATIC = 'differ("steps.*", because="harness.engine.optim.Adam", systematic=True)'
 LOOSE = SYSTEMATIC[:-1] + ', tol=Tolerance(1e-3, reason="a test: the gap is under it"))'
+AGREE = (
+    TRAJECTORY
+    + ', agree("steps.*", tol=Tolerance(1e-3, reason="a test: the gap is under it")), '
+    + ('agree("steps.loss", tol=Tolerance(1e-9, reason="a test: the gap is over it"))')
+)
 LABELS = {
+    AGREE: "agree:steps.*:torch~engine",
     TRAJECTORY: "trajectory:steps.*:torch~engine",
     SYSTEMATIC: "differ:steps.*:torch~engine",
     LOOSE: "differ:steps.*:torch~engine",
@@ -184,6 +192,36 @@ def test_a_systematic_differ_under_its_tolerance_never_reads_vanished(tmp_path):
     assert words in text and "vanished" not in text
     page = render_cases_html([report])
     assert words in page and "vanished" not in page
+
+
+def test_agree_checks_carry_the_float64_verdict_per_key(tmp_path):
+    """An agree check of a case with float64 reruns (it has a trajectory check) within a loose
+    tolerance still reports the formula difference its float64 runs show (Adam's), in text,
+    JSON and HTML; a failing key gets its own sentence."""
+    report, check = run(tmp_path, checks=AGREE)
+    assert check.ok and check.precision
+    assert {p.verdict for p in check.precision} == {"formula"}
+    assert all(p.within_tol for p in check.precision)
+    assert [p.key for p in check.precision] == list(check.parts64)
+    tight = report.check("agree:steps.loss:torch~engine")
+    assert not tight.ok
+    (loss,) = tight.precision
+    sentence = f"steps.loss: formula: the float64 runs part too ({loss.excess_bits:.1f} bits over"
+    text = render_case(report)
+    assert f"float64: {sentence}" in text
+    assert f"float64: {len(check.precision)} keys within tolerance, but formula: " in text
+    doc = cases_json([report])
+    assert schema_errors(doc) == []
+    (_, first, second) = doc["cases"][0]["checks"]
+    assert first["precision"][0] == {
+        "key": "steps.loss",
+        "verdict": "formula",
+        "excess_bits": check.precision[0].excess_bits,
+        "within_tolerance": True,
+    }
+    assert second["precision"][0]["within_tolerance"] is False
+    page = html.unescape(render_cases_html([report]))
+    assert sentence in page and "keys within tolerance, but formula" in page
 
 
 def test_switches_are_off_by_default_and_restored():

@@ -284,6 +284,7 @@ def render_case(report: CaseReport, *, verbose: bool = True, update: str | None 
         lines.append(f"[{_mark(check.ok)}] {check.label}: {check.message}{extra}")
         if check.trajectory is not None:
             lines.append(f"       {one_line(trajectory_line(check.trajectory))}")
+        lines += [f"       {one_line(line)}" for line in precision_lines(check.precision)]
         table = _check_table(check, verbose)
         lines += [table] if table else []
     for golden in report.goldens.values():
