@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from harness.a1 import a1_engine, a1_torch, engine_params, f32, torch_params
-from harness.case import agree, differ, trajectory
+from harness.case import agree, differ, predicate, trajectory
 from harness.tolerances import Tolerance
 from harness.engine import AdamConfig, CrossEntropyLossConfig, Device, GradientsParams
 from harness.engine import Param, Tensor
@@ -96,7 +96,15 @@ AGREE = (
     + ', agree("steps.*", tol=Tolerance(1e-3, reason="a test: the gap is under it")), '
     + ('agree("steps.loss", tol=Tolerance(1e-9, reason="a test: the gap is over it"))')
 )
+UNDER = ", ".join(
+    [
+        TRAJECTORY,
+        'differ("steps.loss", because="harness.engine.optim.Adam", tol=Tolerance(1e-3, '
+        'reason="a test"), relation=predicate("any", lambda a, b: True))',
+    ]
+)
 LABELS = {
+    UNDER: "differ:steps.loss:torch~engine",
     AGREE: "agree:steps.*:torch~engine",
     TRAJECTORY: "trajectory:steps.*:torch~engine",
     SYSTEMATIC: "differ:steps.*:torch~engine",
@@ -222,6 +230,17 @@ def test_agree_checks_carry_the_float64_verdict_per_key(tmp_path):
     assert second["precision"][0]["within_tolerance"] is False
     page = html.unescape(render_cases_html([report]))
     assert sentence in page and "keys within tolerance, but formula" in page
+
+
+def test_a_differ_under_its_tolerance_whose_float64_runs_part_has_not_vanished(tmp_path):
+    report, check = run(tmp_path, checks=UNDER)
+    assert not check.ok and check.diff.ok
+    assert check.message == (
+        "values within tolerance, but the float64 runs part at ['steps.loss']: the divergence "
+        "is under the tolerance (tighten tol, or for a trajectory use systematic=True)"
+    )
+    text = render_case(report)
+    assert "within tolerance, but the float64 runs part" in text and "vanished" not in text
 
 
 def test_switches_are_off_by_default_and_restored():
