@@ -222,9 +222,10 @@ def trajectory(
     The check holds while the float64 runs agree to float64 rounding (so the float32 gap,
     whatever its size, is rounding) and fails when they part too (a formula difference; the
     explained run, the engine side with its divergence switches on, tells whether a documented
-    divergence explains it, to be declared with ``differ(..., systematic=True)``, or not). ``tol`` sets the per-step tolerance
-    the report measures against (default: the case's); ``left`` / ``right`` as in
-    :func:`agree`. The reference for "closer to exact" is the left side's float64 run.
+    divergence explains it, to be declared with ``differ(..., systematic=True)``, or not).
+    ``tol`` sets the per-step tolerance the report measures against (default: the case's);
+    ``left`` / ``right`` as in :func:`agree`. The reference for "closer to exact" is the left
+    side's float64 run.
     """
     return Trajectory(pattern, SideRef.parse(left), SideRef.parse(right), tol, note)
 

@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
+import numpy as np
+
 from harness import explain
 from harness import trajectory as traj
 from harness.case import Agree, Case, CaseDefinitionError, Check, Differ, Expect, Trajectory
@@ -41,6 +43,7 @@ class _Verdict(NamedTuple):
     compared: tuple[Mapping, Mapping] = ({}, {})  # the values the check selected, by side
     trajectory: traj.TrajectoryReport | None = None
     precision: tuple[traj.KeyPrecision, ...] = ()
+    explanation: str = ""  # the explained runs' word on keys whose float64 runs part
 
 
 def evaluate(run: RecordedRun, *, limit: int | None = LIMIT) -> list[CheckReport]:
@@ -52,7 +55,8 @@ def evaluate(run: RecordedRun, *, limit: int | None = LIMIT) -> list[CheckReport
 
 
 def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT) -> CheckReport:
-    ok, diff, message, documented_by, compared, trajectory, precision = _verdict(run, check)
+    verdict = _verdict(run, check)
+    ok, diff, message, documented_by, compared, trajectory = verdict[:6]
     relation = getattr(check, "relation", None)
     differ = isinstance(check, Differ)
     relation_text = None if relation is None else relation.text
@@ -73,7 +77,8 @@ def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT)
         samples=_samples(compared) if differ else None,
         details=_details(check, ok, diff, compared, limit),
         trajectory=trajectory,
-        precision=precision,
+        precision=verdict.precision,
+        explanation=verdict.explanation,
     )
 
 
@@ -116,12 +121,16 @@ def _verdict(run: RecordedRun, check: Check) -> _Verdict:
         labels=(check.left.label, check.right.label),
     )
     precision = _key_precisions(run, check, diff)
+    parting = [p.key for p in precision if p.verdict == traj.Precision.FORMULA]
+    note = _key_note(run, check, parting)
     if isinstance(check, Agree):
         message = "agree" if diff.ok else "values disagree"
         message = f"{message} ({check.note})" if check.note else message
-        return _Verdict(diff.ok, diff, message, compared=sides, precision=precision)
+        return _Verdict(
+            diff.ok, diff, message, compared=sides, precision=precision, explanation=note
+        )
     verdict = _evaluate_differ(check, diff, left, right, run, precision)
-    return verdict._replace(compared=sides, precision=precision)
+    return verdict._replace(compared=sides, precision=precision, explanation=note)
 
 
 def _key_precisions(run: RecordedRun, check: Agree | Differ, diff: Diff):
@@ -232,7 +241,35 @@ def _explanation(
         return (*_selected(values, check), *_selected(values64, check))
 
     explainer = getattr(run, "explainer", None)
-    return explain.explain(explainer, select, report, preferred=preferred)
+    gap64 = max(report.float64.max_abs, default=0.0)
+    return explain.explain(explainer, select, gap64, preferred=preferred)
+
+
+def _key_note(run: RecordedRun, check: Agree | Differ, parting: list[str]) -> str:
+    """The explained runs' word on the keys of an agree or differ check whose float64 runs
+    part: each key's values as one step, explained as a trajectory is."""
+    if not parting or "engine" not in (check.left.side, check.right.side):
+        return ""
+    if isinstance(check, Differ) and not switches_documented_at(check.because):
+        return f"float64: not tested by an explained run: {check.because} registers no switch"
+
+    def as_step(values: Mapping) -> dict:
+        return {k: np.asarray(values[k]).reshape(1, -1) for k in parting if k in values}
+
+    def chosen(values: Mapping, values64: Mapping):
+        left, right = _selected(values, check)
+        left64, right64 = _selected(values64, check)
+        return as_step(left), as_step(right), as_step(left64), as_step(right64)
+
+    def select(explained):
+        values = {**run.values, "engine": explained.values["float32"]}
+        values64 = {**run.values64, "engine": explained.values["float64"]}
+        return chosen(values, values64)
+
+    _, _, left64, right64 = chosen(run.values, run.values64)
+    gap64 = max((float(np.max(np.abs(left64[k] - right64[k]))) for k in left64), default=0.0)
+    explainer = getattr(run, "explainer", None)
+    return explain.key_note(explain.explain(explainer, select, gap64))
 
 
 def switches_documented_at(dotted: str) -> tuple[str, ...]:

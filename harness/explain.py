@@ -75,11 +75,11 @@ Sides = tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any], Mapping[s
 def explain(
     runs: Runs | None,
     select: Callable[[Any], Sides | str],
-    report: traj.TrajectoryReport,
+    gap64: float,
     *,
     preferred: tuple[str, ...] = (),
 ) -> Explanation:
-    """Explain the formula difference of ``report`` (the ordinary runs' trajectory report).
+    """Explain a formula difference whose ordinary float64 runs part by ``gap64`` (max|diff|).
 
     ``select(explained_run)``: the check's four value sets (left, right, left float64, right
     float64) with the engine side's taken from that explained run, or why it cannot apply.
@@ -112,14 +112,14 @@ def explain(
             return Explanation(Cause.EXPLAINED, _switches(_narrowed(runs, kept, analysed)))
         if not isinstance(report_kept, str):
             tried.append((kept, runs.run(kept), report_kept))
-    return _unexplained(report, tried, select)
+    return _unexplained(gap64, tried, select)
 
 
-def _unexplained(report: traj.TrajectoryReport, tried, select) -> Explanation:
+def _unexplained(ordinary64: float, tried, select) -> Explanation:
     """An unexplained difference: the first keys that still part with the switches on, and
     the set of switches that came closest, if it closes most of the float64 gap."""
     names, run, best = min(tried, key=lambda t: t[2].gap64)
-    gap64 = (max(report.float64.max_abs, default=0.0), best.gap64)
+    gap64 = (ordinary64, best.gap64)
     partial = names if gap64[1] < PARTIAL * gap64[0] else ()
     return Explanation(Cause.UNEXPLAINED, _switches(partial), parting_keys(*select(run)), gap64)
 
@@ -224,6 +224,16 @@ def _remains(explanation: Explanation) -> str:
             f"(float64 max|diff| {before:.2g} -> {after:.2g})"
         )
     return text
+
+
+def key_note(explanation: Explanation) -> str:
+    """What the explained runs say about the keys of an agree or differ check whose float64
+    runs part (one report line)."""
+    if explanation.cause == Cause.EXPLAINED:
+        return f"float64: explained by {_named(explanation.switches)}"
+    if explanation.cause == Cause.UNEXPLAINED:
+        return f"float64: {UNEXPLAINED} ({_remains(explanation)})"
+    return f"float64: not tested by an explained run: {explanation.note}"
 
 
 def trajectory_message(explanation: Explanation) -> str:

@@ -60,7 +60,8 @@ class CheckReport:
     them), for the rows of a failing check of another kind. ``trajectory`` is the step-by-step
     analysis of a trajectory check or a systematic differ (``harness.trajectory``).
     ``precision``: an agree or differ check of a case with float64 reruns, the float64 verdict
-    of each key (rounding or formula; ``harness.trajectory.key_precisions``).
+    of each key (rounding or formula; ``harness.trajectory.key_precisions``), and for keys
+    whose float64 runs part, ``explanation``: whether the divergence switches explain them.
     """
 
     label: str
@@ -76,6 +77,7 @@ class CheckReport:
     details: tuple[RowDetail, ...] = ()
     trajectory: TrajectoryReport | None = None
     precision: tuple[KeyPrecision, ...] = ()
+    explanation: str = ""  # the explained runs' word on the keys of ``parts64`` (one line)
 
     @property
     def parts64(self) -> tuple[str, ...]:

@@ -211,6 +211,7 @@ def test_agree_checks_carry_the_float64_verdict_per_key(tmp_path):
     assert {p.verdict for p in check.precision} == {"formula"}
     assert all(p.within_tol for p in check.precision)
     assert [p.key for p in check.precision] == list(check.parts64)
+    assert check.explanation == f"float64: explained by {ADAM}"  # Adam's switch, as a trajectory
     tight = report.check("agree:steps.loss:torch~engine")
     assert not tight.ok
     (loss,) = tight.precision
@@ -228,8 +229,10 @@ def test_agree_checks_carry_the_float64_verdict_per_key(tmp_path):
         "within_tolerance": True,
     }
     assert second["precision"][0]["within_tolerance"] is False
+    assert first["explanation"] == check.explanation
     page = html.unescape(render_cases_html([report]))
     assert sentence in page and "keys within tolerance, but formula" in page
+    assert check.explanation in page
 
 
 def test_a_differ_under_its_tolerance_whose_float64_runs_part_has_not_vanished(tmp_path):

@@ -139,10 +139,11 @@ def words_for(kind: str, systematic: bool, parts64: bool = False) -> Words:
 PRECISION_KEYS = 3  # keys named in the one line for the keys within tolerance but formula
 
 
-def precision_lines(precisions) -> list[str]:
+def precision_lines(precisions, explanation: str = "") -> list[str]:
     """The float64 verdicts of an agree or differ check as report lines: one sentence per key
     outside the tolerance, then one line for the keys within it whose float64 runs part
-    (a small formula difference under the tolerance)."""
+    (a small formula difference under the tolerance), then ``explanation``: whether the
+    divergence switches explain those that part."""
     lines = [f"float64: {p.sentence}" for p in precisions if not p.within_tol]
     quiet = [p for p in precisions if p.within_tol and p.sentence]
     if len(quiet) == 1:
@@ -155,7 +156,7 @@ def precision_lines(precisions) -> list[str]:
             f"float64: {len(quiet)} keys within tolerance, but formula: the float64 runs part "
             f"({shown}{more}; up to {worst:.1f} bits over rounding)"
         )
-    return lines
+    return lines + ([explanation] if explanation else [])
 
 
 # A golden rewritten by --update-golden: the table says what changed, nothing failed.

@@ -491,7 +491,7 @@ def _check_html(check: CheckReport) -> str:
     table = ""
     if check.trajectory is not None:
         table += trajectory_html(check.trajectory)
-    lines = precision_lines(check.precision)
+    lines = precision_lines(check.precision, check.explanation)
     if lines:
         table += f'<p class="precision">{"<br>".join(escape(line) for line in lines)}</p>'
     if check.diff is not None:

@@ -223,6 +223,7 @@ def cases_json(reports: Sequence[CaseReport], *, timings: bool = False) -> dict:
                     if c.trajectory is None
                     else trajectory_json(c.trajectory, _json_tol(c.trajectory.tol)),
                     "precision": _json_precision(c.precision),
+                    "explanation": c.explanation or None,
                     "comparison": index(c.diff, c.details),
                 }
                 for c in r.checks

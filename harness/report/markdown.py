@@ -79,7 +79,7 @@ def cases_markdown(reports: Sequence[CaseReport]) -> str:
             parts.append(f"- {_code(c.label)}: {'ok' if c.ok else 'FAIL'}: {_md(c.message)}")
             if c.trajectory is not None:
                 parts.append(f"  {_code(trajectory_line(c.trajectory))}")
-            parts += [f"  {_md(line)}" for line in precision_lines(c.precision)]
+            parts += [f"  {_md(line)}" for line in precision_lines(c.precision, c.explanation)]
             if c.diff is not None:
                 parts.append(render_markdown(c.diff).rstrip("\n"))
     return "\n\n".join(parts) + "\n"

@@ -193,6 +193,8 @@ _CASES = {
                         # agree and differ checks of cases with float64 reruns: the float64
                         # verdict per key (optional, added after format 1 shipped); else null.
                         "precision": _PRECISION,
+                        # with it, the explained runs' word on the keys that part; else null.
+                        "explanation": {"type": ["string", "null"]},
                         **_RESULT,
                     },
                 },

@@ -160,7 +160,7 @@ def render_check(
     lines = [line]
     if check.trajectory is not None:
         lines.append(one_line(trajectory_line(check.trajectory)))  # a label cannot break it
-    lines += [one_line(line) for line in precision_lines(check.precision)]
+    lines += [one_line(line) for line in precision_lines(check.precision, check.explanation)]
     first = _check_headline(check)
     if raised is not None and not check.ok:
         first = raised_headline(raised)
@@ -284,7 +284,8 @@ def render_case(report: CaseReport, *, verbose: bool = True, update: str | None 
         lines.append(f"[{_mark(check.ok)}] {check.label}: {check.message}{extra}")
         if check.trajectory is not None:
             lines.append(f"       {one_line(trajectory_line(check.trajectory))}")
-        lines += [f"       {one_line(line)}" for line in precision_lines(check.precision)]
+        notes = precision_lines(check.precision, check.explanation)
+        lines += [f"       {one_line(line)}" for line in notes]
         table = _check_table(check, verbose)
         lines += [table] if table else []
     for golden in report.goldens.values():
