@@ -233,8 +233,8 @@ BIAS_CORRECTIONS = {
 # Where the defaults differ (reference-engine.md section 6): the engine docstring saying so.
 DEFAULTS = {
     "sgd_momentum": "harness.engine.optim.MomentumConfig",
-    "adam": "harness.engine.optim.Adam",
-    "adamw": "harness.engine.optim.AdamW",
+    "adam": "harness.engine.optim.AdamConfig",  # the default epsilon; no divergence switch
+    "adamw": "harness.engine.optim.AdamWConfig",
     "rmsprop": "harness.engine.optim.RmsProp",
     "adagrad": "harness.engine.optim.AdaGrad",
 }

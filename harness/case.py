@@ -184,8 +184,11 @@ def differ(
     ``systematic``: the values are trajectories (see :func:`trajectory`) that part by a formula
     difference. The check then holds only while the float64 reruns part too and, if a growth
     class is named (``"linear"``, ``"saturating"``, ...; ``True`` names none), while the gap
-    grows that way; a fix that makes the gap rounding fails it with "expected divergence
-    vanished". ``relation`` is optional then (when given it must hold as well).
+    grows that way, and while the explained run (the engine side with its divergence switches
+    on, ``harness.engine.divergence``) agrees to rounding: otherwise something besides the
+    documented divergences parts the runs. A fix that makes the gap rounding fails it with
+    "expected divergence vanished". ``relation`` is optional then (when given it must hold as
+    well).
     """
     if not because:
         raise CaseDefinitionError(f"differ({pattern!r}): 'because' must name an engine docstring")
@@ -217,10 +220,12 @@ def trajectory(
     Compared step by step: max|diff|, max ULP and mismatches per step, the first step over
     the tolerance and the growth of the gap; the case is also run in float64 on both sides.
     The check holds while the float64 runs agree to float64 rounding (so the float32 gap,
-    whatever its size, is rounding) and fails when they part too (a formula difference:
-    document it with ``differ(..., systematic=True)``). ``tol`` sets the per-step tolerance
-    the report measures against (default: the case's); ``left`` / ``right`` as in
-    :func:`agree`. The reference for "closer to exact" is the left side's float64 run.
+    whatever its size, is rounding) and fails when they part too (a formula difference; the
+    explained run, the engine side with its divergence switches on, tells whether a documented
+    divergence explains it, to be declared with ``differ(..., systematic=True)``, or not).
+    ``tol`` sets the per-step tolerance the report measures against (default: the case's);
+    ``left`` / ``right`` as in :func:`agree`. The reference for "closer to exact" is the left
+    side's float64 run.
     """
     return Trajectory(pattern, SideRef.parse(left), SideRef.parse(right), tol, note)
 

@@ -5,13 +5,18 @@ documents it and a one-line summary of each side's values."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
+import numpy as np
+
+from harness import explain
 from harness import trajectory as traj
 from harness.case import Agree, Case, CaseDefinitionError, Check, Differ, Expect, Trajectory
 from harness.diff import Diff, diff_values
+from harness.engine import divergence
 from harness.mismatches import LIMIT, RowDetail, inspect_rows
 from harness.report.cells import value_summary
 from harness.results import CheckReport
@@ -26,6 +31,8 @@ class RecordedRun(Protocol):
     values: Mapping[str, Mapping[str, Any]]
     error: str | None
     values64: Mapping[str, Mapping[str, Any]]  # the float64 reruns (trajectory checks)
+    # ``explainer``: the explained runs (``harness.runner.Explainer``), None without float64
+    # reruns; read with getattr, so a run recorded before them still evaluates.
 
 
 class _Verdict(NamedTuple):
@@ -35,6 +42,8 @@ class _Verdict(NamedTuple):
     documented_by: str = ""
     compared: tuple[Mapping, Mapping] = ({}, {})  # the values the check selected, by side
     trajectory: traj.TrajectoryReport | None = None
+    precision: tuple[traj.KeyPrecision, ...] = ()
+    explanation: str = ""  # the explained runs' word on keys whose float64 runs part
 
 
 def evaluate(run: RecordedRun, *, limit: int | None = LIMIT) -> list[CheckReport]:
@@ -46,7 +55,8 @@ def evaluate(run: RecordedRun, *, limit: int | None = LIMIT) -> list[CheckReport
 
 
 def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT) -> CheckReport:
-    ok, diff, message, documented_by, compared, trajectory = _verdict(run, check)
+    verdict = _verdict(run, check)
+    ok, diff, message, documented_by, compared, trajectory = verdict[:6]
     relation = getattr(check, "relation", None)
     differ = isinstance(check, Differ)
     relation_text = None if relation is None else relation.text
@@ -67,6 +77,8 @@ def evaluate_check(run: RecordedRun, check: Check, *, limit: int | None = LIMIT)
         samples=_samples(compared) if differ else None,
         details=_details(check, ok, diff, compared, limit),
         trajectory=trajectory,
+        precision=verdict.precision,
+        explanation=verdict.explanation,
     )
 
 
@@ -94,6 +106,8 @@ def _verdict(run: RecordedRun, check: Check) -> _Verdict:
         if isinstance(report, str):
             return _Verdict(False, None, report)
         ok, message = traj.same_formula(report)
+        if not ok:
+            message = explain.trajectory_message(_explanation(run, check, report))
         message = f"{message} ({check.note})" if check.note else message
         return _Verdict(ok, None, message, trajectory=report)
     left, right = sides
@@ -106,11 +120,27 @@ def _verdict(run: RecordedRun, check: Check) -> _Verdict:
         title=run.case.name,
         labels=(check.left.label, check.right.label),
     )
+    precision = _key_precisions(run, check, diff)
+    parting = [p.key for p in precision if p.verdict == traj.Precision.FORMULA]
+    note = _key_note(run, check, parting)
     if isinstance(check, Agree):
         message = "agree" if diff.ok else "values disagree"
         message = f"{message} ({check.note})" if check.note else message
-        return _Verdict(diff.ok, diff, message, compared=sides)
-    return _evaluate_differ(check, diff, left, right, run)._replace(compared=sides)
+        return _Verdict(
+            diff.ok, diff, message, compared=sides, precision=precision, explanation=note
+        )
+    verdict = _evaluate_differ(check, diff, left, right, run, precision)
+    return verdict._replace(compared=sides, precision=precision, explanation=note)
+
+
+def _key_precisions(run: RecordedRun, check: Agree | Differ, diff: Diff):
+    """The float64 verdict per key of a check of a case with float64 reruns (else none)."""
+    if not run.values64 or (isinstance(check, Differ) and check.systematic):
+        return ()
+    left, right = _selected(run.values, check)
+    left64, right64 = _selected(run.values64, check)
+    within = {row.key: row.ok for row in diff.rows}
+    return traj.key_precisions(left, right, left64, right64, within)
 
 
 def _selected(
@@ -131,7 +161,7 @@ def _tol_for(case: Case, tol: Tolerance | None) -> Callable[[str, str], Toleranc
 
 
 def _evaluate_differ(
-    check: Differ, diff: Diff, left: dict, right: dict, run: RecordedRun
+    check: Differ, diff: Diff, left: dict, right: dict, run: RecordedRun, precision=()
 ) -> _Verdict:
     try:
         documented_by = resolve_because(check.because)
@@ -142,6 +172,13 @@ def _evaluate_differ(
         return _Verdict(False, diff, f"keys present on one side only: {missing}")
     if check.systematic:
         return _evaluate_systematic(run, check, diff, (left, right), documented_by)
+    parting = [p.key for p in precision if p.verdict == traj.Precision.FORMULA]
+    if diff.ok and parting:  # not vanished: under the tolerance, and the float64 runs say so
+        message = (
+            f"values within tolerance, but the float64 runs part at {parting}: the divergence "
+            "is under the tolerance (tighten tol, or for a trajectory use systematic=True)"
+        )
+        return _Verdict(False, diff, message, documented_by)
     if diff.ok:
         return _Verdict(False, diff, "expected divergence vanished", documented_by)
     broken = [k for k in left if not check.relation.holds(left[k], right[k])]
@@ -159,11 +196,96 @@ def _evaluate_systematic(
     if isinstance(report, str):
         return _Verdict(False, diff, report, documented_by)
     ok, message = traj.systematic_holds(report, check.systematic)
+    if report.precision.verdict == traj.Precision.FORMULA:
+        ok, message = _explained_systematic(run, check, report, ok, message)
     left, right = sides
     broken = [k for k in left if check.relation and not check.relation.holds(left[k], right[k])]
     if ok and broken:
         ok, message = False, f"the relation '{check.relation.text}' fails for {broken}"
     return _Verdict(ok, diff, message, documented_by, trajectory=report)
+
+
+def _explained_systematic(
+    run: RecordedRun, check: Differ, report: traj.TrajectoryReport, ok: bool, message: str
+) -> tuple[bool, str]:
+    """A systematic differ holds only while the explained runs agree to rounding: with the
+    engine following PyTorch wherever it documents a difference, nothing else parts the runs.
+    A ``because`` that registers no divergence switch (a default value, say) cannot be tested
+    that way: the differ's own verdict stands, and says so."""
+    if not switches_documented_at(check.because):
+        note = f"not tested by an explained run: {check.because} registers no divergence switch"
+        return ok, f"{message} ({note})"
+    preferred = switches_documented_at(check.because)
+    explanation = _explanation(run, check, report, preferred)
+    verdict, text = explain.systematic_message(explanation, check.because)
+    if verdict is False:
+        return False, text
+    return ok, f"{message}; {text}" if ok else message
+
+
+def _explanation(
+    run: RecordedRun,
+    check: Trajectory | Differ,
+    report: traj.TrajectoryReport,
+    preferred: tuple[str, ...] = (),
+) -> explain.Explanation:
+    """What the explained runs say about a check's formula difference."""
+    if "engine" not in (check.left.side, check.right.side):
+        return explain.Explanation(
+            explain.Cause.UNEXPLAINED, note="neither side is the engine's: no switch applies"
+        )
+
+    def select(explained):
+        values = {**run.values, "engine": explained.values["float32"]}
+        values64 = {**run.values64, "engine": explained.values["float64"]}
+        return (*_selected(values, check), *_selected(values64, check))
+
+    explainer = getattr(run, "explainer", None)
+    gap64 = max(report.float64.max_abs, default=0.0)
+    return explain.explain(explainer, select, gap64, preferred=preferred)
+
+
+def _key_note(run: RecordedRun, check: Agree | Differ, parting: list[str]) -> str:
+    """The explained runs' word on the keys of an agree or differ check whose float64 runs
+    part: each key's values as one step, explained as a trajectory is."""
+    if not parting or "engine" not in (check.left.side, check.right.side):
+        return ""
+    if isinstance(check, Differ) and not switches_documented_at(check.because):
+        return f"float64: not tested by an explained run: {check.because} registers no switch"
+
+    def as_step(values: Mapping) -> dict:
+        return {k: np.asarray(values[k]).reshape(1, -1) for k in parting if k in values}
+
+    def chosen(values: Mapping, values64: Mapping):
+        left, right = _selected(values, check)
+        left64, right64 = _selected(values64, check)
+        return as_step(left), as_step(right), as_step(left64), as_step(right64)
+
+    def select(explained):
+        values = {**run.values, "engine": explained.values["float32"]}
+        values64 = {**run.values64, "engine": explained.values["float64"]}
+        return chosen(values, values64)
+
+    _, _, left64, right64 = chosen(run.values, run.values64)
+    gap64 = max((float(np.max(np.abs(left64[k] - right64[k]))) for k in left64), default=0.0)
+    explainer = getattr(run, "explainer", None)
+    return explain.key_note(explain.explain(explainer, select, gap64))
+
+
+def switches_documented_at(dotted: str) -> tuple[str, ...]:
+    """The divergence switches whose target is the object ``dotted`` names."""
+    try:
+        obj = _resolve(dotted)
+    except CaseDefinitionError:
+        return ()
+    return tuple(s.name for s in divergence.switches() if _resolve_or_none(s.target) is obj)
+
+
+def _resolve_or_none(dotted: str) -> Any:
+    try:
+        return _resolve(dotted)
+    except CaseDefinitionError:
+        return None
 
 
 def _trajectory(
@@ -220,8 +342,28 @@ def _samples(sides: tuple[Mapping, Mapping]) -> tuple[tuple[str, str, str], ...]
 def resolve_because(dotted: str) -> str:
     """Import the object a ``differ`` names; return its docstring's first sentence.
 
-    A divergence is documented only if the engine code that diverges says so.
+    A divergence is documented only if the engine code that diverges says so: the object's
+    docstring names PyTorch, or (a module's top-level class or function) the docstring of the
+    module that defines it does, and that docstring is cited.
     """
+    obj = _resolve(dotted)
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    top_level = "." not in getattr(obj, "__qualname__", ".")  # a module's own class or function
+    if "PyTorch" not in doc and top_level:
+        module = inspect.getmodule(obj)
+        module_doc = (getattr(module, "__doc__", None) or "").strip()
+        doc = module_doc if "PyTorch" in module_doc else doc
+    if "PyTorch" not in doc:
+        raise CaseDefinitionError(
+            f"because={dotted!r}: its docstring does not document a PyTorch difference "
+            f"(add a sentence naming PyTorch, e.g. 'PyTorch difference: ...', to the docstring "
+            f"of {dotted} or of its module)"
+        )
+    return doc_sentence(doc)
+
+
+def _resolve(dotted: str) -> Any:
+    """The object a dotted path names (module, then attributes), or CaseDefinitionError."""
     module_name, obj = dotted, None
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
@@ -239,12 +381,7 @@ def resolve_because(dotted: str) -> str:
         break
     if obj is None:
         raise CaseDefinitionError(f"because={dotted!r}: no such module")
-    doc = (getattr(obj, "__doc__", None) or "").strip()
-    if "PyTorch" not in doc:
-        raise CaseDefinitionError(
-            f"because={dotted!r}: its docstring does not document a PyTorch difference"
-        )
-    return doc_sentence(doc)
+    return obj
 
 
 DOC_SENTENCE_LIMIT = 200  # characters: two lines of a report, enough for any sentence cited

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.diff import Diff
 from harness.mismatches import Element, RowDetail
-from harness.trajectory import Precision, TrajectoryReport
+from harness.trajectory import KeyPrecision, Precision, TrajectoryReport
 
 
 class CheckKind(StrEnum):
@@ -60,6 +60,9 @@ class CheckReport:
     (``harness.mismatches``): for every row of an agree check (the summary's headline reads
     them), for the rows of a failing check of another kind. ``trajectory`` is the step-by-step
     analysis of a trajectory check or a systematic differ (``harness.trajectory``).
+    ``precision``: an agree or differ check of a case with float64 reruns, the float64 verdict
+    of each key (rounding or formula; ``harness.trajectory.key_precisions``), and for keys
+    whose float64 runs part, ``explanation``: whether the divergence switches explain them.
     """
 
     label: str
@@ -74,6 +77,13 @@ class CheckReport:
     samples: tuple[tuple[str, str, str], ...] | None = None
     details: tuple[RowDetail, ...] = ()
     trajectory: TrajectoryReport | None = None
+    precision: tuple[KeyPrecision, ...] = ()
+    explanation: str = ""  # the explained runs' word on the keys of ``parts64`` (one line)
+
+    @property
+    def parts64(self) -> tuple[str, ...]:
+        """The keys whose float64 runs part (a formula difference)."""
+        return tuple(p.key for p in self.precision if p.verdict == "formula")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ experiment once; ``harness.session`` runs many cases (shards, worker processes, 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import pickle
 import time
@@ -22,6 +23,7 @@ from harness.bounded import RefusedFile
 from harness.case import GOLDEN_DIR, OUT_DIR, SIDES, Case
 from harness.checks import evaluate
 from harness.diff import Diff, diff_values
+from harness.engine import divergence  # the package import registers every switch
 from harness.mismatches import LIMIT
 from harness.pinning import FLOAT64, THREADS, pinned, side_dtype
 from harness.results import (
@@ -94,6 +96,7 @@ class CaseRun:
     env: dict[str, Any] = field(default_factory=dict)
     raised: SideError | None = None
     values64: dict[str, dict[str, Any]] = field(default_factory=dict)
+    explainer: Explainer | None = None  # the explained runs (cases with float64 reruns)
 
 
 def run_case(
@@ -134,7 +137,8 @@ def run_case(
             return run
         _compare_runs(run, side, again, folder, sidecar_threshold)
     if float64 and case.needs_float64:
-        add_float64(run, float64_runs(case, threads, repeat), folder, sidecar_threshold)
+        found = float64_runs(case, threads, repeat)
+        add_float64(run, found, folder, sidecar_threshold, threads)
     return run
 
 
@@ -153,6 +157,7 @@ class Float64Runs:
     error: str | None = None
     raised: SideError | None = None
     rerun_raised: bool = False
+    explained: ExplainedRun | None = None  # every divergence switch on (None after an error)
 
 
 def float64_runs(case: Case, threads: int = THREADS, repeat: bool = True) -> Float64Runs:
@@ -171,10 +176,13 @@ def float64_runs(case: Case, threads: int = THREADS, repeat: bool = True) -> Flo
             found.raised = side_error(case, side, exc)
             return found
         found.runs.append((side, first, again))
+    found.explained = explained_run(case, divergence.names(), threads)
     return found
 
 
-def add_float64(run: CaseRun, found: Float64Runs, folder: Path, threshold: int) -> None:
+def add_float64(
+    run: CaseRun, found: Float64Runs, folder: Path, threshold: int, threads: int = THREADS
+) -> None:
     """Write the float64 reruns to ``out/<case>/<side>.float64.json`` and add them to the run,
     checked for determinism like the float32 runs (a difference is recorded as
     ``<side>.float64`` in ``nondeterministic``); a side that raised ends the run with its
@@ -202,6 +210,77 @@ def add_float64(run: CaseRun, found: Float64Runs, folder: Path, threshold: int) 
             )
     if found.error:
         run.error, run.raised = found.error, found.raised
+    elif found.explained is not None:
+        _write_explained(run, found.explained, folder, threshold)
+        run.explainer = Explainer(run.case, threads, {found.explained.switches: found.explained})
+
+
+# ---------------------------------------------------------------------------------------------
+# Explained runs: the engine side with divergence switches on
+
+
+EXPLAINED = "explained"
+
+
+@dataclass
+class ExplainedRun:
+    """The engine side rerun in float32 and float64 with the divergence switches ``switches``
+    on (``harness.engine.divergence``): ``values`` by dtype name; ``consulted`` the switches
+    whose code ran (the diverging paths the run took); ``error`` the exception it raised."""
+
+    switches: tuple[str, ...]
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    consulted: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def explained_run(case: Case, switches: tuple[str, ...], threads: int = THREADS) -> ExplainedRun:
+    """Run the engine side with ``switches`` on, once per dtype (no repeat: the ordinary runs
+    tell determinism); an exception is recorded, not raised."""
+    found = ExplainedRun(tuple(sorted(switches)))
+    consulted: set[str] = set()
+    for dtype in ("float32", FLOAT64):
+        try:
+            with divergence.follow_pytorch(*found.switches) as used:
+                found.values[dtype] = run_side(
+                    case, "engine", threads, None if dtype == "float32" else dtype
+                )
+        except Exception as exc:  # a finding to report, not a crash
+            found.error = f"engine_side(dtype={dtype}) raised {exc!r} with {found.switches} on"
+            return found
+        consulted |= used
+    found.consulted = tuple(sorted(consulted))
+    return found
+
+
+@dataclass
+class Explainer:
+    """A case's explained runs: every switch on (run with the float64 reruns, maybe in a
+    worker), and on demand other sets of switches (one alone), run in this process when a
+    check asks and kept for the next."""
+
+    case: Case
+    threads: int
+    runs: dict[tuple[str, ...], ExplainedRun]
+
+    def run(self, switches: tuple[str, ...]) -> ExplainedRun:
+        key = tuple(sorted(switches))
+        if key not in self.runs:
+            self.runs[key] = explained_run(self.case, key, self.threads)
+        return self.runs[key]
+
+    def all_on(self) -> ExplainedRun:
+        return self.run(divergence.names())
+
+
+def _write_explained(run: CaseRun, found: ExplainedRun, folder: Path, threshold: int) -> None:
+    """``out/<case>/engine.explained.json`` and ``.float64.json``: for review, never goldens.
+    Values that cannot be written leave the files out (the ordinary runs wrote the same)."""
+    for dtype, values in found.values.items():
+        suffix = "" if dtype == "float32" else f".{dtype}"
+        path = folder / f"engine.{EXPLAINED}{suffix}.json"
+        with contextlib.suppress(Exception):
+            _write(run, path, "engine", values, threshold)
 
 
 def _write_out(run: CaseRun, side: str, values: Mapping, folder: Path, threshold: int) -> None:

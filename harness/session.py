@@ -261,7 +261,9 @@ class _Parts:
         (run, started32), (found, started64) = halves[FLOAT32], halves[FLOAT64]
         case = with_tolerances(self.cases[name], self.settings.tolerances)
         run = dataclasses.replace(run, case=case)
-        add_float64(run, found, self.dirs.out / name, record.SIDECAR_THRESHOLD)
+        add_float64(
+            run, found, self.dirs.out / name, record.SIDECAR_THRESHOLD, self.settings.threads
+        )
         return judge_case(
             run,
             update=self.settings.update,

@@ -233,6 +233,7 @@ def test_split_float64_cases_give_the_results_and_bytes_of_jobs_1(
     float64_files = sorted(p for p in written if ".float64." in p)
     assert float64_files == [
         "t_engine_float64_raises/torch.float64.json",  # written before the engine's raised
+        "t_plain/engine.explained.float64.json",  # no explained run after an error
         "t_plain/engine.float64.json",
         "t_plain/torch.float64.json",
         "t_torch_rerun_raises/torch.float64.json",  # its first run, written as always

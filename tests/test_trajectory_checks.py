@@ -20,12 +20,16 @@ from harness.trajectory.growth import MIN_STEPS
 
 BECAUSE = "harness.engine.optim.Adam"
 STEPS = 40
+# The engine's formula difference as a documented divergence: the switch Adam's docstring
+# documents undoes it (the explained run then agrees with torch to rounding).
+DOCUMENTED = "eps=1e-3 if ADAM_BIAS_CORRECTION.on else 1.001e-3"
 
 CASE = '''"""A synthetic trajectory case: RMS-normalised least squares; the engine, a variant."""
 import numpy as np
 import torch  # noqa: F401  (loads torch's OpenMP pool before the environment is recorded)
 
 from harness.case import differ, trajectory
+from harness.engine.optim.adam import ADAM_BIAS_CORRECTION
 
 A = (((np.arange(48).reshape(12, 4) * 7) % 11) * 0.1 - 0.5).astype(np.float32)
 B = ((np.arange(12) % 5) * 0.2 - 0.3).astype(np.float32)
@@ -98,7 +102,12 @@ def test_a_formula_change_fails_the_trajectory_check(tmp_path):
     report = run(tmp_path, variant="eps=1.001e-3")
     check = report.check(LABELS["trajectory"])
     assert not check.ok
-    assert check.message.startswith("formula difference: the float64 runs part too")
+    # A planted change, not a documented divergence: no switch explains it, no differ advised.
+    assert check.message == (
+        "formula difference, unexplained: a difference in one side's code; not a documented "
+        "burn behaviour (with the divergence switches on, the float64 runs still part "
+        "(first keys: run.w, run.loss))"
+    )
     assert f"FAIL synthetic_trajectory::{LABELS['trajectory']}" in render_summary([report])
 
 
@@ -140,10 +149,14 @@ def test_trajectory_text_goes_through_the_escaping(tmp_path):
 
 
 def test_a_systematic_differ_holds_while_the_formula_differs(tmp_path):
-    report = run(tmp_path, variant="eps=1.001e-3", checks=SYSTEMATIC)
+    report = run(tmp_path, variant=DOCUMENTED, checks=SYSTEMATIC)
     check = report.check(LABELS["differ"])
     assert check.ok, check.message
     assert check.message.startswith("systematic divergence as documented: the float64 runs part")
+    assert check.message.endswith(
+        "; the documented divergences explain it: adam.bias_correction (PyTorch computes "
+        "Adam's bias corrections 1 - beta^t in f64; documented at harness.engine.optim.Adam)"
+    )
     assert check.relation == "systematic: the float64 runs part too"
     assert check.documented_by and check.diff is not None  # the float32 table, as any differ
 
@@ -156,7 +169,7 @@ def test_a_fix_that_leaves_rounding_makes_the_systematic_divergence_vanish(tmp_p
 
 
 def test_a_declared_growth_class_must_be_the_measured_one(tmp_path):
-    report = run(tmp_path, variant="eps=1.001e-3", checks=SYSTEMATIC, systematic='"exponential"')
+    report = run(tmp_path, variant=DOCUMENTED, checks=SYSTEMATIC, systematic='"exponential"')
     check = report.check(LABELS["differ"])
     measured = check.trajectory.growth.growth
     assert measured != Growth.EXPONENTIAL
@@ -171,6 +184,8 @@ def test_float64_reruns_go_to_out_never_to_the_goldens(tmp_path, tree):
     first = run(tmp_path, variant="reverse=True")
     out = tmp_path / "out" / "synthetic_trajectory"
     assert sorted(p.name for p in out.iterdir()) == [
+        "engine.explained.float64.json",  # the explained run: every divergence switch on
+        "engine.explained.json",
         "engine.float64.json",
         "engine.json",
         "torch.float64.json",
@@ -239,7 +254,7 @@ def test_not_a_trajectory_is_a_failing_check_with_the_key(tmp_path):
 def reports(tmp_path_factory):
     rounding = run(tmp_path_factory.mktemp("rounding"), variant="reverse=True")
     both = f"{TRAJECTORY}, {SYSTEMATIC}"
-    formula = run(tmp_path_factory.mktemp("formula"), variant="eps=1.001e-3", checks=both)
+    formula = run(tmp_path_factory.mktemp("formula"), variant=DOCUMENTED, checks=both)
     return [rounding, formula]
 
 

@@ -117,6 +117,49 @@ class Words:
 CHECK_WORDS = Words("FAIL", "OK", "FAIL")
 # A documented divergence (a ``differ`` check): differing is the expected outcome.
 DIVERGENCE_WORDS = Words("DIFF", "SAME (divergence vanished)", "DIFFER as documented")
+# A systematic differ: the float64 runs judge it, so values within tolerance vanish nothing.
+SYSTEMATIC_WORDS = Words(
+    "DIFF", "within tolerance (a systematic divergence: the float64 runs judge it)", "DIFFER"
+)
+
+
+# A differ whose values are within tolerance while the float64 runs part: nothing vanished.
+PARTING_WORDS = Words("DIFF", "within tolerance, but the float64 runs part", "DIFFER")
+
+
+def words_for(kind: str, systematic: bool, parts64: bool = False) -> Words:
+    """How a check's table reads: an agree check's, a differ's, or a systematic differ's (or a
+    differ's whose float64 runs part, ``parts64``)."""
+    if kind != "differ":
+        return CHECK_WORDS
+    if systematic:
+        return SYSTEMATIC_WORDS
+    return PARTING_WORDS if parts64 else DIVERGENCE_WORDS
+
+
+PRECISION_KEYS = 3  # keys named in the one line for the keys within tolerance but formula
+
+
+def precision_lines(precisions, explanation: str = "") -> list[str]:
+    """The float64 verdicts of an agree or differ check as report lines: one sentence per key
+    outside the tolerance, then one line for the keys within it whose float64 runs part
+    (a small formula difference under the tolerance), then ``explanation``: whether the
+    divergence switches explain those that part."""
+    lines = [f"float64: {p.sentence}" for p in precisions if not p.within_tol]
+    quiet = [p for p in precisions if p.within_tol and p.sentence]
+    if len(quiet) == 1:
+        lines.append(f"float64: {quiet[0].sentence}")
+    elif quiet:
+        shown = ", ".join(p.key for p in quiet[:PRECISION_KEYS])
+        more = f" and {len(quiet) - PRECISION_KEYS} more" if len(quiet) > PRECISION_KEYS else ""
+        worst = max(p.excess_bits for p in quiet)
+        lines.append(
+            f"float64: {len(quiet)} keys within tolerance, but formula: the float64 runs part "
+            f"({shown}{more}; up to {worst:.1f} bits over rounding)"
+        )
+    return lines + ([explanation] if explanation else [])
+
+
 # A golden rewritten by --update-golden: the table says what changed, nothing failed.
 UPDATE_WORDS = Words("CHANGED", "values within tolerance of the old golden", "CHANGED")
 

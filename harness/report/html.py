@@ -19,12 +19,15 @@ from typing import Any
 from harness.diff import Diff, TensorDiff
 from harness.mismatches import RowDetail
 from harness.report.cells import (
+    Words,
     format_index,
     format_value,
     header,
+    precision_lines,
     ratio_text,
     table_cells,
     verdict,
+    words_for,
 )
 from harness.report.histogram import has_matplotlib, histogram_html
 from harness.report.html_parts import (
@@ -55,16 +58,22 @@ from harness.results import (
 # A Diff as an HTML table: the terminal's columns, the worst element, a histogram per tensor
 
 
-def diff_html(diff: Diff, divergence: bool = False, details: Sequence[RowDetail] = ()) -> str:
+def diff_html(
+    diff: Diff,
+    divergence: bool = False,
+    details: Sequence[RowDetail] = (),
+    words: Words | None = None,
+) -> str:
     """``divergence``: the table of a differ check, where differing rows are the expectation;
-    ``details``: the elements behind failing rows, tabulated under the table."""
+    ``details``: the elements behind failing rows, tabulated under the table; ``words``: how
+    the verdict reads (a systematic differ's)."""
     la, lb = diff.labels
     head = ["key", "status", "n", "max|diff|", "max rel", "max ulp", "worst at", la, lb]
     head += ["details", "ULP histogram"]
     rows = [_row_cells(row, diff.labels, divergence) for row in diff.rows]
     table = html_table([escape(h) for h in head], rows, "diff")
-    caption = f"{escape(header(diff))}: <b>{escape(verdict(diff, divergence))}</b>"
-    terminal = escape_block(render_text(diff, divergence, details=details))
+    caption = f"{escape(header(diff))}: <b>{escape(verdict(diff, divergence, words=words))}</b>"
+    terminal = escape_block(render_text(diff, divergence, words=words, details=details))
     return (
         f'<div class="difftable"><p class="verdict">{caption}</p>{table}'
         f"{_elements_html(diff, details)}"
@@ -484,8 +493,12 @@ def _check_html(check: CheckReport) -> str:
     table = ""
     if check.trajectory is not None:
         table += trajectory_html(check.trajectory)
+    lines = precision_lines(check.precision, check.explanation)
+    if lines:
+        table += f'<p class="precision">{"<br>".join(escape(line) for line in lines)}</p>'
     if check.diff is not None:
-        table += diff_html(check.diff, check.kind == CheckKind.DIFFER, check.details)
+        words = words_for(check.kind, check.trajectory is not None, bool(check.parts64))
+        table += diff_html(check.diff, check.kind == CheckKind.DIFFER, check.details, words)
     return f'<div class="check">{title}<p class="msg">{message}</p>{table}</div>'
 
 

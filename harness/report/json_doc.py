@@ -86,6 +86,21 @@ def _json_element(e: Element) -> dict:
     }
 
 
+def _json_precision(precisions) -> list[dict] | None:
+    """An agree or differ check's float64 verdict per key (None without float64 reruns)."""
+    if not precisions:
+        return None
+    return [
+        {
+            "key": p.key,
+            "verdict": str(p.verdict),
+            "excess_bits": json_float(p.excess_bits),
+            "within_tolerance": p.within_tol,
+        }
+        for p in precisions
+    ]
+
+
 def _json_raised(raised: SideError | None) -> dict | None:
     if raised is None:
         return None
@@ -210,6 +225,8 @@ def cases_json(reports: Sequence[CaseReport], *, timings: bool = False) -> dict:
                     "trajectory": None
                     if c.trajectory is None
                     else trajectory_json(c.trajectory, _json_tol(c.trajectory.tol)),
+                    "precision": _json_precision(c.precision),
+                    "explanation": c.explanation or None,
                     "comparison": index(c.diff, c.details),
                 }
                 for c in r.checks

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from harness.diff import Diff, TensorDiff
 from harness.escape import one_line
-from harness.report.cells import header, table_cells, verdict
+from harness.report.cells import header, precision_lines, table_cells, verdict
 from harness.report.text import render_traceback
 from harness.report.trajectory import trajectory_line
 from harness.results import CaseReport
@@ -79,6 +79,7 @@ def cases_markdown(reports: Sequence[CaseReport]) -> str:
             parts.append(f"- {_code(c.label)}: {'ok' if c.ok else 'FAIL'}: {_md(c.message)}")
             if c.trajectory is not None:
                 parts.append(f"  {_code(trajectory_line(c.trajectory))}")
+            parts += [f"  {_md(line)}" for line in precision_lines(c.precision, c.explanation)]
             if c.diff is not None:
                 parts.append(render_markdown(c.diff).rstrip("\n"))
     return "\n\n".join(parts) + "\n"

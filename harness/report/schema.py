@@ -15,6 +15,20 @@ from harness.results import CheckKind, GoldenStatus
 SCHEMA_ID = "conformance-report/1"
 _SPECIAL_FLOATS = ["NaN", "Infinity", "-Infinity"]
 _OPT_NUMBER = {"anyOf": [{"type": "number"}, {"enum": _SPECIAL_FLOATS}, {"type": "null"}]}
+_PRECISION = {
+    "type": ["array", "null"],
+    "items": {
+        "type": "object",
+        "required": ["key", "verdict", "excess_bits", "within_tolerance"],
+        "additionalProperties": False,
+        "properties": {
+            "key": {"type": "string"},
+            "verdict": {"enum": ["rounding", "formula"]},
+            "excess_bits": _OPT_NUMBER,
+            "within_tolerance": {"type": "boolean"},
+        },
+    },
+}
 _OPT_INT = {"type": ["integer", "null"]}
 _COUNT = {"type": "integer", "minimum": 0}
 _OPT_SHAPE = {"anyOf": [{"type": "array", "items": _COUNT}, {"type": "null"}]}
@@ -181,6 +195,11 @@ _CASES = {
                         # trajectory checks and systematic differs: the per-step series and
                         # verdicts (optional, added after format 1 shipped); else null.
                         "trajectory": trajectory_schema(_TOL, _OPT_NUMBER),
+                        # agree and differ checks of cases with float64 reruns: the float64
+                        # verdict per key (optional, added after format 1 shipped); else null.
+                        "precision": _PRECISION,
+                        # with it, the explained runs' word on the keys that part; else null.
+                        "explanation": {"type": ["string", "null"]},
                         **_RESULT,
                     },
                 },

@@ -37,9 +37,11 @@ from harness.report.cells import (
     header,
     max_abs_text,
     mismatch_details,
+    precision_lines,
     ratio_text,
     structural_problem,
     verdict,
+    words_for,
 )
 from harness.report.elements import detail_lines, failure_headline, left_out_text
 from harness.report.localise import verdict_text
@@ -159,6 +161,7 @@ def render_check(
     lines = [line]
     if check.trajectory is not None:
         lines.append(one_line(trajectory_line(check.trajectory)))  # a label cannot break it
+    lines += [one_line(line) for line in precision_lines(check.precision, check.explanation)]
     first = _check_headline(check)
     if raised is not None and not check.ok:
         first = raised_headline(raised)
@@ -189,7 +192,7 @@ def _check_table(check: CheckReport, verbose: bool = True) -> str:
         return ""
     return render_text(
         check.diff,
-        divergence=check.kind == CheckKind.DIFFER,
+        words=words_for(check.kind, check.trajectory is not None, bool(check.parts64)),
         details=check.details,
         only_failing=not verbose and not check.ok and check.kind != CheckKind.DIFFER,
     )
@@ -282,6 +285,8 @@ def render_case(report: CaseReport, *, verbose: bool = True, update: str | None 
         lines.append(f"[{_mark(check.ok)}] {check.label}: {check.message}{extra}")
         if check.trajectory is not None:
             lines.append(f"       {one_line(trajectory_line(check.trajectory))}")
+        notes = precision_lines(check.precision, check.explanation)
+        lines += [f"       {one_line(line)}" for line in notes]
         table = _check_table(check, verbose)
         lines += [table] if table else []
     lines += [f"       {line}" for line in localise_lines(report)]

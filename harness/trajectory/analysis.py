@@ -332,10 +332,8 @@ def same_formula(report: TrajectoryReport) -> tuple[bool, str]:
     """A trajectory check: holds while the float64 runs agree to float64 rounding."""
     if report.precision.verdict == Precision.ROUNDING:
         return True, "same formula: the float64 runs agree to float64 rounding"
-    return False, (
-        "formula difference: the float64 runs part too (document it with "
-        "differ(..., systematic=True))"
-    )
+    # The cause (a documented divergence or not) is harness.explain's: no advice here.
+    return False, "formula difference: the float64 runs part too"
 
 
 def systematic_text(expected: bool | Growth) -> str:
@@ -356,3 +354,54 @@ def systematic_holds(report: TrajectoryReport, expected: bool | Growth) -> tuple
     if expected is not True and growth != expected:
         return False, f"the float64 runs part, but growth={growth}, not {expected} as declared"
     return True, f"systematic divergence as documented: the float64 runs part, growth={growth}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The float64 verdict of values that are not trajectories (agree and differ checks)
+
+
+@dataclass(frozen=True)
+class KeyPrecision:
+    """The float64 verdict of one key of an agree or differ check: its values compared as one
+    step (rounding or formula, as :func:`precision_verdict` says); ``within_tol`` whether the
+    float32 pair is within the check's tolerance."""
+
+    key: str
+    verdict: Precision
+    excess_bits: float
+    within_tol: bool
+
+    @property
+    def sentence(self) -> str:
+        """One sentence for a report; empty for a key within tolerance whose gap is rounding."""
+        bits = f"{self.excess_bits:.1f} bits over rounding"
+        if self.verdict == Precision.FORMULA:
+            if self.within_tol:
+                return f"{self.key}: within tolerance, but formula: the float64 runs part ({bits})"
+            return f"{self.key}: formula: the float64 runs part too ({bits})"
+        if self.within_tol:
+            return ""
+        return f"{self.key}: rounding: the float64 runs agree to float64 rounding"
+
+
+def key_precisions(
+    left: Mapping, right: Mapping, left64: Mapping, right64: Mapping, within: Mapping[str, bool]
+) -> tuple[KeyPrecision, ...]:
+    """Per key present as float arrays of one shape in all four runs, its float64 verdict
+    (the whole value as one step); ``within[key]``: the float32 pair is within tolerance."""
+    found = []
+    for key in left:
+        values = [run.get(key) for run in (left, right, left64, right64)]
+        if not all(_float_array(v) for v in values) or len({v.shape for v in values}) != 1:
+            continue
+        a, b, a64, b64 = (np.asarray(v).reshape(1, -1) for v in values)
+        verdict = precision_verdict(
+            eps_gaps({key: a}, {key: b}, {key: a64}, 1, a.dtype.name),
+            eps_gaps({key: a64}, {key: b64}, {key: a64}, 1, a64.dtype.name),
+        )
+        found.append(KeyPrecision(key, verdict.verdict, verdict.excess_bits, within.get(key, True)))
+    return tuple(found)
+
+
+def _float_array(value) -> bool:
+    return isinstance(value, np.ndarray | np.floating) and np.asarray(value).dtype.kind == "f"

@@ -8,10 +8,12 @@ Built from engine ops in burn's order, so its gradient comes from the primitives
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from harness.engine import divergence
 from harness.engine.errors import expect_input
 from harness.engine.module import Config, DropoutConfig, Module
 from harness.engine.tensor import Tensor
@@ -120,7 +122,8 @@ class MultiHeadAttention(Module):
     """Scaled dot-product attention over `n_heads` heads of size `d_k = d_model // n_heads`.
 
     PyTorch differences (`nn.MultiheadAttention` with `batch_first=True`):
-    - Masked scores are *filled* with `min_float` (-1e4), not set to -inf. A row whose keys are
+    - Masked scores are *filled* with `min_float` (-1e4), not set to -inf (switch
+      `mha.mask_fill`, ``harness.engine.divergence``, fills -inf as PyTorch). A row whose keys are
       all masked gets a uniform softmax (every score -1e4) and a finite gradient; in PyTorch it
       is NaN (every score -inf; `F.scaled_dot_product_attention` and the fast path give NaN or
       zeros depending on the kernel). A masked score that is not the row's max gets weight
@@ -132,7 +135,9 @@ class MultiHeadAttention(Module):
     - `weights` are per head; PyTorch returns them averaged over heads unless
       `average_attn_weights=False`, and `None` with `need_weights=False`.
     - Scores are `q @ k^T / sqrt(d_k)` (division after the product, sqrt in float32); PyTorch
-      multiplies `q` by `sqrt(1 / d_k)` first, so the two round differently (about 1 ulp).
+      multiplies `q` by `sqrt(1 / d_k)` first, so the two round differently (about 1 ulp). The
+      float32 sqrt is a formula-level difference in float64 runs (sqrt(8) rounded to float32
+      is 2.6e-8 off): switch `mha.sqrt_scale` divides by the f64 `sqrt(d_k)` instead.
     - PyTorch packs the q/k/v projections in `in_proj_weight` `[3*d_model, d_model]` (order q,
       k, v) and `in_proj_bias`, the output one in `out_proj`; the importer splits them (see
       harness.engine.nn.store_rules).
@@ -194,26 +199,37 @@ class MultiHeadAttention(Module):
             expect_input("MultiHeadAttention", getattr(input, name).shape, layout)
 
     def attn_scores(self, query: Tensor, key: Tensor) -> Tensor:
-        scores = query.matmul(key.transpose()).div_scalar(_f32_sqrt(self.d_k))
+        scale = math.sqrt(self.d_k) if SQRT_SCALE.on else _f32_sqrt(self.d_k)
+        scores = query.matmul(key.transpose()).div_scalar(scale)
         return self.dropout(scores)
 
     def attn_weights(self, scores: Tensor, mask_pad, mask_attn) -> Tensor:
+        masked = mask_pad is not None or mask_attn is not None
+        fill = -math.inf if masked and MASK_FILL.on else self.min_float
         if mask_pad is not None:
             batch_size, seq_length = mask_pad.shape
-            scores = scores.mask_fill(
-                mask_pad.reshape([batch_size, 1, 1, seq_length]), self.min_float
-            )
+            scores = scores.mask_fill(mask_pad.reshape([batch_size, 1, 1, seq_length]), fill)
         if mask_attn is not None:
             batch_size, seq_1, seq_2 = mask_attn.shape
-            scores = scores.mask_fill(
-                mask_attn.reshape([batch_size, 1, seq_1, seq_2]), self.min_float
-            )
+            scores = scores.mask_fill(mask_attn.reshape([batch_size, 1, seq_1, seq_2]), fill)
         return quiet_softmax(scores, 3) if self.quiet_softmax else scores.softmax(3)
 
     def _attention_linear(self, x: Tensor, layer) -> Tensor:
         batch_size, seq_length, _ = x.shape
         out = layer(x).reshape([batch_size, seq_length, self.n_heads, self.d_k])
         return out.swap_dims(1, 2)
+
+
+SQRT_SCALE = divergence.register(
+    "mha.sqrt_scale",
+    "harness.engine.nn.attention.MultiHeadAttention",
+    "PyTorch scales attention scores by the f64 sqrt(d_k), not one rounded to float32",
+)
+MASK_FILL = divergence.register(
+    "mha.mask_fill",
+    "harness.engine.nn.attention.MultiHeadAttention",
+    "PyTorch sets masked attention scores to -inf, not to min_float (-1e4)",
+)
 
 
 def _f32_sqrt(n: int) -> float:

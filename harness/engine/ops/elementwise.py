@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import divergence
 from . import facts
 from .arrays import scalar_of, unbroadcast
 from .base import Array, Grad, Tracked, differentiable
@@ -274,14 +275,25 @@ def div_scalar(x: Array, /, value) -> tuple[Array, Scalar]:
     """`self / value`, the scalar cast to this dtype first.
 
     PyTorch difference: the gradient of a float64 tensor carries a float32 rounding, since
-    burn's backward multiplies by `1/s` computed in f32 (`1.0 / s.elem::<f32>()`).
+    burn's backward multiplies by `1/s` computed in f32 (`1.0 / s.elem::<f32>()`); a
+    formula-level difference in float64 runs (switch `ops.div_scalar_grad`,
+    ``harness.engine.divergence``, computes `1/s` in the gradient's dtype).
     """
     s = scalar_of(x, value)
     return x / s, Scalar(s)
 
 
+DIV_SCALAR_GRAD = divergence.register(
+    "ops.div_scalar_grad",
+    "harness.engine.ops.elementwise.div_scalar",
+    "PyTorch's div-by-scalar gradient computes 1/s in the tensor's dtype, not in float32",
+)
+
+
 def div_scalar_backward(s: Scalar, g: Array, tracked: Tracked) -> tuple[Grad]:
     # burn computes 1/s in f32 (`1.0 / s.elem::<f32>()`) even for f64 tensors.
+    if g.dtype != np.float32 and DIV_SCALAR_GRAD.on:
+        return (g * (g.dtype.type(1.0) / g.dtype.type(s.s)),)
     inv = g.dtype.type(np.float32(1.0) / np.float32(s.s))
     return (g * inv,)
 

@@ -23,6 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from harness.engine import divergence
 from harness.engine.lr_scheduler.base import powi
 from harness.engine.optim.base import (
     ONE,
@@ -80,6 +81,30 @@ def update_moments(grad, state, beta_1: float, beta_2: float, amsgrad: bool):
     return state
 
 
+ADAM_BIAS_CORRECTION = divergence.register(
+    "adam.bias_correction",
+    "harness.engine.optim.Adam",
+    "PyTorch computes Adam's bias corrections 1 - beta^t in f64",
+)
+ADAMW_BIAS_CORRECTION = divergence.register(
+    "adamw.bias_correction",
+    "harness.engine.optim.AdamW",
+    "PyTorch computes AdamW's bias corrections 1 - beta^t in f64",
+)
+
+
+def bias_corrections(beta_1: float, beta_2: float, time: int, switch: divergence.Switch):
+    """`(1 - b1^t, 1 - b2^t)` of the stored betas: burn's f32 arithmetic (`f32::powi`); with
+    ``switch`` on, PyTorch's: `1 - beta ** t` in f64. The arithmetic only: the betas are as
+    stored (f32, or f64 with `optim.f32_hyperparameters` on), so each switch undoes one thing.
+    """
+    b1, b2 = f32(beta_1), f32(beta_2)
+    if switch.on:
+        return 1.0 - float(b1) ** time, 1.0 - float(b2) ** time
+    b1, b2 = np.float32(b1), np.float32(b2)  # f32 arithmetic whatever the betas' storage
+    return ONE - powi(b1, time), ONE - powi(b2, time)
+
+
 def _second_moment(state: AdaptiveMomentumState, amsgrad: bool) -> np.ndarray:
     if amsgrad and state.max_moment_2 is not None:
         return state.max_moment_2
@@ -95,7 +120,8 @@ class Adam(TensorOptimizer):
     PyTorch differences: default epsilon is **1e-5** (PyTorch 1e-8). The bias corrections are
     computed in f32 from the f32 betas (PyTorch: f64), a formula-level difference whose effect
     on the params grows linearly with the step count, in float64 as in float32 (module
-    docstring). The arrangement `(m * c) / (sqrt(v) + eps * bc2)` is PyTorch's
+    docstring; switch `adam.bias_correction`, ``harness.engine.divergence``, computes them in
+    f64). The arrangement `(m * c) / (sqrt(v) + eps * bc2)` is PyTorch's
     `(m / bc1) / (sqrt(v) / bc2 + eps)` rewritten: the same value up to rounding.
     """
 
@@ -110,8 +136,11 @@ class Adam(TensorOptimizer):
         grad = decay_into(out, tensor, grad, self.weight_decay)
         state = update_moments(grad, state, self.beta_1, self.beta_2, self.amsgrad)
         time = state.time
-        bias_correction2_sqrt = np.sqrt(ONE - powi(f32(self.beta_2), time))
-        combined = bias_correction2_sqrt / (ONE - powi(f32(self.beta_1), time))
+        correction_1, correction_2 = bias_corrections(
+            self.beta_1, self.beta_2, time, ADAM_BIAS_CORRECTION
+        )
+        bias_correction2_sqrt = np.sqrt(correction_2)
+        combined = bias_correction2_sqrt / correction_1
         dt = tensor.dtype.type
         denominator = state.work_buffer(tensor)
         np.sqrt(_second_moment(state, self.amsgrad), out=denominator)
@@ -124,7 +153,12 @@ class Adam(TensorOptimizer):
 @dataclasses.dataclass(frozen=True)
 class AdamConfig(OptimizerConfig):
     """burn's `AdamConfig`: beta_1 0.9, beta_2 0.999, **epsilon 1e-5**, amsgrad false,
-    optional coupled `weight_decay` and `grad_clipping`."""
+    optional coupled `weight_decay` and `grad_clipping`.
+
+    PyTorch difference: the default epsilon is 1e-5 (PyTorch 1e-8); a default value, pass
+    PyTorch's to compare (no divergence switch: a config cannot tell a default from a value
+    given). The update's differences are `Adam`'s.
+    """
 
     beta_1: float = 0.9
     beta_2: float = 0.999
@@ -143,7 +177,8 @@ class AdamW(TensorOptimizer):
     `theta * (1 - lr * wd)`, then `- delta * lr`. AMSGrad as in Adam.
 
     PyTorch differences: default **weight_decay 1e-4** (PyTorch 1e-2) and **epsilon 1e-5**
-    (PyTorch 1e-8); the bias corrections in f32 (module docstring). `cautious_weight_decay`
+    (PyTorch 1e-8); the bias corrections in f32 (module docstring; switch
+    `adamw.bias_correction` computes them in f64). `cautious_weight_decay`
     (burn only) skips the decay where the weight's sign differs from the first moment's.
     """
 
@@ -158,8 +193,9 @@ class AdamW(TensorOptimizer):
         dt = tensor.dtype.type
         state = update_moments(grad, state, self.beta_1, self.beta_2, self.amsgrad)
         time = state.time
-        correction_1 = dt(ONE - powi(f32(self.beta_1), time))
-        correction_2 = dt(ONE - powi(f32(self.beta_2), time))
+        correction_1, correction_2 = (
+            dt(c) for c in bias_corrections(self.beta_1, self.beta_2, time, ADAMW_BIAS_CORRECTION)
+        )
         denominator = state.work_buffer(tensor)
         np.divide(_second_moment(state, self.amsgrad), correction_2, out=denominator)
         np.sqrt(denominator, out=denominator)
@@ -193,7 +229,12 @@ class AdamW(TensorOptimizer):
 @dataclasses.dataclass(frozen=True)
 class AdamWConfig(OptimizerConfig):
     """burn's `AdamWConfig`: beta_1 0.9, beta_2 0.999, **epsilon 1e-5**, **weight_decay 1e-4**,
-    cautious_weight_decay false, amsgrad false, optional `grad_clipping`."""
+    cautious_weight_decay false, amsgrad false, optional `grad_clipping`.
+
+    PyTorch difference: the defaults epsilon 1e-5 and weight_decay 1e-4 (PyTorch 1e-8 and
+    1e-2); default values, pass PyTorch's to compare (no divergence switch). The update's
+    differences are `AdamW`'s.
+    """
 
     beta_1: float = 0.9
     beta_2: float = 0.999

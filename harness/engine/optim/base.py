@@ -22,6 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from harness.engine import divergence
 from harness.engine.lr_scheduler.module_lr_scheduler import ModuleLearningRate
 from harness.engine.module import Config, Module, Param, ParamId, consume_map
 from harness.engine.optim import groups
@@ -37,8 +38,23 @@ __all__ = [
 ]
 
 
+F32_HYPERPARAMETERS = divergence.register(
+    "optim.f32_hyperparameters",
+    "harness.engine.optim.base.f32",
+    "PyTorch keeps an optimizer's hyperparameters as the Python floats given (f64)",
+)
+
+
 def f32(x: float) -> np.float32:
-    """burn stores most hyperparameters as f32: round once, as the config does."""
+    """burn stores most hyperparameters as f32: round once, as the config does.
+
+    PyTorch difference: PyTorch keeps the Python float it was given (f64) and does its scalar
+    arithmetic (`1 - beta`, `beta ** t`) in f64, so 0.9 and float32(0.9) are different
+    constants (a formula-level difference in float64 runs). Switch
+    `optim.f32_hyperparameters` (``harness.engine.divergence``) keeps them as f64.
+    """
+    if F32_HYPERPARAMETERS.on:
+        return np.float64(x)
     return np.float32(x)
 
 
