@@ -521,3 +521,42 @@ __all__ += [
     "TransformerDecoderLayer",
     "TransformerDecoderLayerAutoregressiveCache",
 ]
+
+# --- nn/: the parameter-only activation modules (burn-nn activation/*.rs, issue 28) ---
+from .nn import (  # noqa: E402
+    Celu,
+    CeluConfig,
+    Elu,
+    EluConfig,
+    HardShrink,
+    HardShrinkConfig,
+    Hardtanh,
+    HardtanhConfig,
+    Shrink,
+    ShrinkConfig,
+    SoftShrink,
+    SoftShrinkConfig,
+    Threshold,
+    ThresholdConfig,
+    ThresholdedRelu,
+    ThresholdedReluConfig,
+)
+
+__all__ += [
+    "Celu",
+    "CeluConfig",
+    "Elu",
+    "EluConfig",
+    "HardShrink",
+    "HardShrinkConfig",
+    "Hardtanh",
+    "HardtanhConfig",
+    "Shrink",
+    "ShrinkConfig",
+    "SoftShrink",
+    "SoftShrinkConfig",
+    "Threshold",
+    "ThresholdConfig",
+    "ThresholdedRelu",
+    "ThresholdedReluConfig",
+]
