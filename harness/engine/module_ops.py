@@ -1,6 +1,6 @@
 """burn's `burn::tensor::module` functions (crates/burn-tensor/src/tensor/module.rs, burn commit
-2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`,
-`conv_transpose2d` (with `ConvOptions` / `ConvTransposeOptions`), `max_pool1d/2d`,
+2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`, `conv3d`,
+`conv_transpose1d/2d/3d` (with `ConvOptions` / `ConvTransposeOptions`), `max_pool1d/2d`,
 `avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `embedding`, `interpolate` (with
 `InterpolateOptions` / `InterpolateMode`), and the constant `pad` of burn's `Tensor::pad`.
 
@@ -33,7 +33,10 @@ __all__ = [
     "avg_pool2d",
     "conv1d",
     "conv2d",
+    "conv3d",
+    "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
     "embedding",
     "interpolate",
     "linear",
@@ -118,12 +121,41 @@ def _conv_with(op, x: Tensor, weight: Tensor, bias: Tensor | None, options: Conv
     )  # fmt: skip
 
 
+def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvOptions) -> Tensor:
+    """x `[batch, in, d, h, w]`, weight `[out, in / groups, kd, kh, kw]` -> `[batch, out, d',
+    h', w']` (no kept columns: the N-d kernel gathers windows as strided views)."""
+    return _conv(
+        conv.CONV3D, x, weight, bias,
+        stride=tuple(options.stride), padding=tuple(options.padding),
+        dilation=tuple(options.dilation), groups=options.groups,
+    )  # fmt: skip
+
+
+def conv_transpose1d(
+    x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvTransposeOptions
+) -> Tensor:
+    """x `[batch, in, l]`, weight `[in, out / groups, k]` -> `[batch, out, l']`."""
+    return _conv_transpose_with(conv.CONV_TRANSPOSE1D, x, weight, bias, options)
+
+
 def conv_transpose2d(
     x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvTransposeOptions
 ) -> Tensor:
     """x `[batch, in, h, w]`, weight `[in, out / groups, kh, kw]` -> `[batch, out, h', w']`."""
+    return _conv_transpose_with(conv.CONV_TRANSPOSE2D, x, weight, bias, options)
+
+
+def conv_transpose3d(
+    x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvTransposeOptions
+) -> Tensor:
+    """x `[batch, in, d, h, w]`, weight `[in, out / groups, kd, kh, kw]` -> `[batch, out, d',
+    h', w']`."""
+    return _conv_transpose_with(conv.CONV_TRANSPOSE3D, x, weight, bias, options)
+
+
+def _conv_transpose_with(op, x, weight, bias, options: ConvTransposeOptions) -> Tensor:
     return _conv(
-        conv.CONV_TRANSPOSE2D, x, weight, bias,
+        op, x, weight, bias,
         stride=tuple(options.stride), padding=tuple(options.padding),
         padding_out=tuple(options.padding_out), dilation=tuple(options.dilation),
         groups=options.groups,

@@ -29,6 +29,12 @@ from .conv import (
     conv_transpose2d,
     conv_transpose2d_backward,
 )
+from .conv_nd import (
+    conv_nd,
+    conv_nd_backward,
+    conv_transpose_nd,
+    conv_transpose_nd_backward,
+)
 from .embedding import EmbeddingGrads, embedding, embedding_backward
 from .interpolate import INTERPOLATE_MODES, interpolate, interpolate_backward
 from .pool import (
@@ -66,8 +72,12 @@ __all__ = [
     "conv2d",
     "conv2d_backward",
     "conv2d_forward",
+    "conv_nd",
+    "conv_nd_backward",
     "conv_transpose2d",
     "conv_transpose2d_backward",
+    "conv_transpose_nd",
+    "conv_transpose_nd_backward",
     "embedding",
     "embedding_backward",
     "interpolate",

@@ -1,5 +1,6 @@
-"""Convolution primitives over harness.engine.kernels.conv, each forward beside its rule and
-its op-matrix facts: `conv1d`, `conv2d`, `conv_transpose2d`.
+"""Convolution primitives over harness.engine.kernels.conv (and kernels.conv_nd for 3-D and the
+1-D / 3-D transposed convs), each forward beside its rule and its op-matrix facts: `conv1d`,
+`conv2d`, `conv3d`, `conv_transpose1d`, `conv_transpose2d`, `conv_transpose3d`.
 
 The tensor inputs are `(x, weight)` or `(x, weight, bias)` (a variadic input, as `cat`'s): a
 rule returns one gradient per input and skips untracked ones. burn's autodiff (crates/
@@ -193,6 +194,122 @@ CONV_TRANSPOSE2D = differentiable(
             menu(
                 ("b2-c4-3x4-g2", [(2, 4, 3, 4), (4, 3, 3, 2), (6,)]),
                 ("empty", [(0, 4, 3, 4), (4, 3, 3, 2), (6,)]),
+            ),
+        ),
+    ),
+)
+
+
+# ---- the N-d kernels (harness.engine.kernels.conv_nd): conv3d and the other transposed convs
+
+
+def conv3d(*inputs: Array, stride, padding, dilation, groups):
+    """burn's `conv3d(x, weight, bias, ConvOptions)`: x `[batch, in, d, h, w]`, weight `[out,
+    in / groups, kd, kh, kw]` (burn-autodiff's own node, as conv2d's)."""
+    x, w, b = _split("conv3d", inputs)
+    opts = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    out = kernels.conv_nd(x, w, b, **opts)
+    return out, SavedConv(x, w, None, opts, b is not None)
+
+
+def conv3d_backward(s: SavedConv, g: Array, tracked: Tracked) -> tuple[Grad, ...]:
+    return _grads(s, kernels.conv_nd_backward(g, s.x, s.weight, **s.options, **_needs(s, tracked)))
+
+
+CONV3D = differentiable(
+    "conv3d",
+    conv3d,
+    conv3d_backward,
+    checks=(
+        _conv_check(
+            "conv3d",
+            "module_ops.conv3d({a}, {b}, {c}, "
+            "module_ops.ConvOptions((2, 1, 1), (1, 0, 1), (1, 2, 1), 2))",
+            "torch.nn.functional.conv3d({a}, {b}, {c}, (2, 1, 1), (1, 0, 1), (1, 2, 1), 2)",
+            menu(
+                ("b2-c4-4x5x3-g2", [(2, 4, 4, 5, 3), (4, 2, 2, 2, 2), (4,)]),
+                ("empty", [(0, 4, 4, 5, 3), (4, 2, 2, 2, 2), (4,)]),
+            ),
+        ),
+    ),
+)
+
+
+def _transpose_options(stride, padding, padding_out, dilation, groups) -> dict:
+    return {
+        "stride": stride,
+        "padding": padding,
+        "padding_out": padding_out,
+        "dilation": dilation,
+        "groups": groups,
+    }
+
+
+def conv_transpose1d(*inputs: Array, stride, padding, padding_out, dilation, groups):
+    """burn's `conv_transpose1d(x, weight, bias, ConvTransposeOptions)`: x `[batch, in, l]`,
+    weight `[in, out / groups, k]` (burn-autodiff's own node)."""
+    x, w, b = _split("conv_transpose1d", inputs)
+    opts = _transpose_options(stride, padding, padding_out, dilation, groups)
+    out = kernels.conv_transpose_nd(x, w, b, **opts, op="conv_transpose1d", nd=1)
+    return out, SavedConv(x, w, None, opts, b is not None)
+
+
+def conv_transpose1d_backward(s: SavedConv, g: Array, tracked: Tracked) -> tuple[Grad, ...]:
+    r = kernels.conv_transpose_nd_backward(
+        g, s.x, s.weight, **s.options, **_needs(s, tracked), op="conv_transpose1d", nd=1
+    )
+    return _grads(s, r)
+
+
+def conv_transpose3d(*inputs: Array, stride, padding, padding_out, dilation, groups):
+    """burn's `conv_transpose3d(x, weight, bias, ConvTransposeOptions)`: x `[batch, in, d, h,
+    w]`, weight `[in, out / groups, kd, kh, kw]` (burn-autodiff's own node)."""
+    x, w, b = _split("conv_transpose3d", inputs)
+    opts = _transpose_options(stride, padding, padding_out, dilation, groups)
+    out = kernels.conv_transpose_nd(x, w, b, **opts, op="conv_transpose3d", nd=3)
+    return out, SavedConv(x, w, None, opts, b is not None)
+
+
+def conv_transpose3d_backward(s: SavedConv, g: Array, tracked: Tracked) -> tuple[Grad, ...]:
+    r = kernels.conv_transpose_nd_backward(
+        g, s.x, s.weight, **s.options, **_needs(s, tracked), op="conv_transpose3d", nd=3
+    )
+    return _grads(s, r)
+
+
+CONV_TRANSPOSE1D = differentiable(
+    "conv_transpose1d",
+    conv_transpose1d,
+    conv_transpose1d_backward,
+    checks=(
+        _conv_check(
+            "conv_transpose1d",
+            "module_ops.conv_transpose1d({a}, {b}, {c}, "
+            "module_ops.ConvTransposeOptions((2,), (1,), (1,), (2,), 2))",
+            # PyTorch's argument order: output_padding, groups, dilation.
+            "torch.nn.functional.conv_transpose1d({a}, {b}, {c}, 2, 1, 1, 2, 2)",
+            menu(
+                ("b2-c4-l6-g2", [(2, 4, 6), (4, 3, 3), (6,)]),
+                ("empty", [(0, 4, 6), (4, 3, 3), (6,)]),
+            ),
+        ),
+    ),
+)
+
+CONV_TRANSPOSE3D = differentiable(
+    "conv_transpose3d",
+    conv_transpose3d,
+    conv_transpose3d_backward,
+    checks=(
+        _conv_check(
+            "conv_transpose3d",
+            "module_ops.conv_transpose3d({a}, {b}, {c}, "
+            "module_ops.ConvTransposeOptions((2, 1, 2), (1, 0, 1), (1, 0, 0), (1, 2, 1), 2))",
+            "torch.nn.functional.conv_transpose3d("
+            "{a}, {b}, {c}, (2, 1, 2), (1, 0, 1), (1, 0, 0), 2, (1, 2, 1))",
+            menu(
+                ("b2-c4-3x3x2-g2", [(2, 4, 3, 3, 2), (4, 3, 2, 2, 2), (6,)]),
+                ("empty", [(0, 4, 3, 3, 2), (4, 3, 2, 2, 2), (6,)]),
             ),
         ),
     ),
