@@ -522,16 +522,24 @@ __all__ += [
     "TransformerDecoderLayerAutoregressiveCache",
 ]
 
-# --- nn/: the parameter-only activation modules (burn-nn activation/*.rs, issue 28) ---
+# --- nn/: the parameter-only activation modules (burn-nn activation/*.rs) and the 3-D and
+# 1-D transposed convolutions, unfold / fold (issue 28) ---
 from .nn import (  # noqa: E402
     Celu,
     CeluConfig,
+    Conv3d,
+    Conv3dConfig,
+    ConvTranspose1d,
+    ConvTranspose1dConfig,
+    ConvTranspose3d,
+    ConvTranspose3dConfig,
     Elu,
     EluConfig,
     HardShrink,
     HardShrinkConfig,
     Hardtanh,
     HardtanhConfig,
+    PaddingConfig3d,
     Shrink,
     ShrinkConfig,
     SoftShrink,
@@ -545,12 +553,19 @@ from .nn import (  # noqa: E402
 __all__ += [
     "Celu",
     "CeluConfig",
+    "Conv3d",
+    "Conv3dConfig",
+    "ConvTranspose1d",
+    "ConvTranspose1dConfig",
+    "ConvTranspose3d",
+    "ConvTranspose3dConfig",
     "Elu",
     "EluConfig",
     "HardShrink",
     "HardShrinkConfig",
     "Hardtanh",
     "HardtanhConfig",
+    "PaddingConfig3d",
     "Shrink",
     "ShrinkConfig",
     "SoftShrink",

@@ -56,7 +56,20 @@ from .attention import (
     quiet_softmax,
 )
 from .cache import TensorCache
-from .conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig
+from .conv import (
+    Conv1d,
+    Conv1dConfig,
+    Conv2d,
+    Conv2dConfig,
+    Conv3d,
+    Conv3dConfig,
+    ConvTranspose1d,
+    ConvTranspose1dConfig,
+    ConvTranspose2d,
+    ConvTranspose2dConfig,
+    ConvTranspose3d,
+    ConvTranspose3dConfig,
+)
 from .cross_attention import CrossAttention, CrossAttentionCache, CrossAttentionConfig
 from .decoder import (
     TransformerDecoder,
@@ -95,7 +108,7 @@ from .norm import (
     RmsNormConfig,
     RunningState,
 )
-from .padding import PaddingConfig1d, PaddingConfig2d
+from .padding import PaddingConfig1d, PaddingConfig2d, PaddingConfig3d
 from .pixel_shuffle import (
     PixelShuffle,
     PixelShuffleConfig,
@@ -177,8 +190,14 @@ __all__ = [
     "Conv1dConfig",
     "Conv2d",
     "Conv2dConfig",
+    "Conv3d",
+    "Conv3dConfig",
+    "ConvTranspose1d",
+    "ConvTranspose1dConfig",
     "ConvTranspose2d",
     "ConvTranspose2dConfig",
+    "ConvTranspose3d",
+    "ConvTranspose3dConfig",
     "CosineSimilarity",
     "CosineSimilarityConfig",
     "CrossAttention",
@@ -231,6 +250,7 @@ __all__ = [
     "PReluConfig",
     "PaddingConfig1d",
     "PaddingConfig2d",
+    "PaddingConfig3d",
     "PairwiseDistance",
     "PairwiseDistanceConfig",
     "PixelShuffle",

@@ -1,5 +1,6 @@
-"""Convolution modules: `Conv1d`, `Conv2d`, `ConvTranspose2d` and their configs, as burn-nn's
-crates/burn-nn/src/modules/conv/{conv1d,conv2d,conv_transpose2d,checks}.rs (burn commit
+"""Convolution modules: `Conv1d`, `Conv2d`, `Conv3d`, `ConvTranspose1d`, `ConvTranspose2d`,
+`ConvTranspose3d` and their configs, as burn-nn's crates/burn-nn/src/modules/conv/{conv1d,
+conv2d,conv3d,conv_transpose1d,conv_transpose2d,conv_transpose3d,checks}.rs (burn commit
 2c06be351006851d42fdb6df16b976f4a82d9747).
 
 Weights are stored in PyTorch's layout (`[out, in / groups, kernel...]`; transposed conv
@@ -33,15 +34,21 @@ from harness.engine.module import Config, Module, Param
 from harness.engine.tensor import Tensor
 
 from .initializer import KaimingUniform
-from .padding import PaddingConfig1d, PaddingConfig2d
+from .padding import PaddingConfig1d, PaddingConfig2d, PaddingConfig3d
 
 __all__ = [
     "Conv1d",
     "Conv1dConfig",
     "Conv2d",
     "Conv2dConfig",
+    "Conv3d",
+    "Conv3dConfig",
+    "ConvTranspose1d",
+    "ConvTranspose1dConfig",
     "ConvTranspose2d",
     "ConvTranspose2dConfig",
+    "ConvTranspose3d",
+    "ConvTranspose3dConfig",
 ]
 
 _DEFAULT_INIT = KaimingUniform(gain=1.0 / math.sqrt(3.0), fan_out_only=False)
@@ -237,3 +244,134 @@ class ConvTranspose2d(Module):
         c_in = self.weight.val().shape[0]
         with in_module("ConvTranspose2d", f"[batch_size, {c_in}, height, width]"):
             return module_ops.conv_transpose2d(x, self.weight.val(), bias, self.options)
+
+
+def _triple(value) -> tuple[int, int, int]:
+    return (value,) * 3 if isinstance(value, int) else tuple(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Conv3dConfig(Config):
+    """burn's `Conv3dConfig::new(channels, kernel_size)`: stride [1, 1, 1], dilation
+    [1, 1, 1], groups 1, padding `Valid`, bias true, `KaimingUniform(1/sqrt(3))`; `Same`
+    with an even kernel raises at `init` (burn's `check_same_padding_support`)."""
+
+    channels: tuple[int, int]
+    kernel_size: tuple[int, int, int]
+    stride: tuple[int, int, int] = (1, 1, 1)
+    dilation: tuple[int, int, int] = (1, 1, 1)
+    groups: int = 1
+    padding: object = PaddingConfig3d.Valid
+    bias: bool = True
+    initializer: object = _DEFAULT_INIT
+
+    def init(self, device) -> Conv3d:
+        c_in, c_out = self.channels
+        _check_groups(c_in, c_out, self.groups)
+        kernel = _triple(self.kernel_size)
+        if self.padding == PaddingConfig3d.Same and any(k % 2 == 0 for k in kernel):
+            raise ValueError("Conv3dConfig: Same padding with an even kernel size is not supported")
+        k = math.prod(kernel)
+        fan_in, fan_out = c_in // self.groups * k, c_out // self.groups * k
+        shape = (c_out, c_in // self.groups, *kernel)
+        weight = self.initializer.init_with(shape, fan_in, fan_out, device)
+        bias = self.initializer.init_with((c_out,), fan_in, fan_out, device) if self.bias else None
+        return Conv3d(
+            weight, bias, _triple(self.stride), kernel, _triple(self.dilation), self.groups,
+            self.padding,
+        )  # fmt: skip
+
+
+class Conv3d(Conv2d):
+    """burn's `Conv3d`: `forward(x [batch, in, depth, height, width]) -> [batch, out, d', h',
+    w']` (the same fields as `Conv2d`)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_input("Conv3d", x, 5, "[batch_size, channels_in, depth, height, width]")
+        bias = None if self.bias is None else self.bias.val()
+        padding = self.padding.padding_3d(x.shape[2:], self.kernel_size, self.stride)
+        options = module_ops.ConvOptions(self.stride, padding, self.dilation, self.groups)
+        c_in = self.weight.val().shape[1] * self.groups
+        with in_module("Conv3d", f"[batch_size, {c_in}, depth, height, width]"):
+            return module_ops.conv3d(x, self.weight.val(), bias, options)
+
+
+def _transpose_params(config, kernel: tuple[int, ...], device):
+    """burn's transposed-conv `init`: weight `[in, out / groups, kernel...]`, fan_in = out /
+    groups * kernel elements, no fan_out; the bias with the same fans."""
+    c_in, c_out = config.channels
+    _check_groups(c_in, c_out, config.groups)
+    fan_in = c_out // config.groups * math.prod(kernel)
+    shape = (c_in, c_out // config.groups, *kernel)
+    weight = config.initializer.init_with(shape, fan_in, None, device)
+    bias = config.initializer.init_with((c_out,), fan_in, None, device) if config.bias else None
+    return weight, bias
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvTranspose1dConfig(Config):
+    """burn's `ConvTranspose1dConfig::new(channels, kernel_size)`: stride 1, dilation 1,
+    groups 1, padding 0, padding_out 0, bias true (fans as `ConvTranspose2dConfig`)."""
+
+    channels: tuple[int, int]
+    kernel_size: int
+    stride: int = 1
+    dilation: int = 1
+    groups: int = 1
+    padding: int = 0
+    padding_out: int = 0
+    bias: bool = True
+    initializer: object = _DEFAULT_INIT
+
+    def init(self, device) -> ConvTranspose1d:
+        weight, bias = _transpose_params(self, (self.kernel_size,), device)
+        options = module_ops.ConvTransposeOptions(
+            (self.stride,), (self.padding,), (self.padding_out,), (self.dilation,), self.groups
+        )
+        return ConvTranspose1d(weight, bias, options)
+
+
+class ConvTranspose1d(ConvTranspose2d):
+    """burn's `ConvTranspose1d`: `forward(x [batch, in, length]) -> [batch, out, l_out]`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_input("ConvTranspose1d", x, 3, "[batch_size, channels_in, length]")
+        bias = None if self.bias is None else self.bias.val()
+        c_in = self.weight.val().shape[0]
+        with in_module("ConvTranspose1d", f"[batch_size, {c_in}, length]"):
+            return module_ops.conv_transpose1d(x, self.weight.val(), bias, self.options)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvTranspose3dConfig(Config):
+    """burn's `ConvTranspose3dConfig::new(channels, kernel_size)`: stride [1, 1, 1], dilation
+    [1, 1, 1], groups 1, padding [0, 0, 0], padding_out [0, 0, 0], bias true."""
+
+    channels: tuple[int, int]
+    kernel_size: tuple[int, int, int]
+    stride: tuple[int, int, int] = (1, 1, 1)
+    dilation: tuple[int, int, int] = (1, 1, 1)
+    groups: int = 1
+    padding: tuple[int, int, int] = (0, 0, 0)
+    padding_out: tuple[int, int, int] = (0, 0, 0)
+    bias: bool = True
+    initializer: object = _DEFAULT_INIT
+
+    def init(self, device) -> ConvTranspose3d:
+        weight, bias = _transpose_params(self, _triple(self.kernel_size), device)
+        options = module_ops.ConvTransposeOptions(
+            _triple(self.stride), _triple(self.padding), _triple(self.padding_out),
+            _triple(self.dilation), self.groups,
+        )  # fmt: skip
+        return ConvTranspose3d(weight, bias, options)
+
+
+class ConvTranspose3d(ConvTranspose2d):
+    """burn's `ConvTranspose3d`: `forward(x [batch, in, d, h, w]) -> [batch, out, d', h', w']`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_input("ConvTranspose3d", x, 5, "[batch_size, channels_in, depth, height, width]")
+        bias = None if self.bias is None else self.bias.val()
+        c_in = self.weight.val().shape[0]
+        with in_module("ConvTranspose3d", f"[batch_size, {c_in}, depth, height, width]"):
+            return module_ops.conv_transpose3d(x, self.weight.val(), bias, self.options)
