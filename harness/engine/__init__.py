@@ -535,6 +535,8 @@ from .nn import (  # noqa: E402
     ConvTranspose3dConfig,
     Elu,
     EluConfig,
+    Fold4d,
+    Fold4dConfig,
     HardShrink,
     HardShrinkConfig,
     Hardtanh,
@@ -548,6 +550,8 @@ from .nn import (  # noqa: E402
     ThresholdConfig,
     ThresholdedRelu,
     ThresholdedReluConfig,
+    Unfold4d,
+    Unfold4dConfig,
 )
 
 __all__ += [
@@ -561,6 +565,8 @@ __all__ += [
     "ConvTranspose3dConfig",
     "Elu",
     "EluConfig",
+    "Fold4d",
+    "Fold4dConfig",
     "HardShrink",
     "HardShrinkConfig",
     "Hardtanh",
@@ -574,4 +580,6 @@ __all__ += [
     "ThresholdConfig",
     "ThresholdedRelu",
     "ThresholdedReluConfig",
+    "Unfold4d",
+    "Unfold4dConfig",
 ]

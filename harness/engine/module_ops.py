@@ -1,13 +1,16 @@
 """burn's `burn::tensor::module` functions (crates/burn-tensor/src/tensor/module.rs, burn commit
 2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`, `conv3d`,
-`conv_transpose1d/2d/3d` (with `ConvOptions` / `ConvTransposeOptions`), `max_pool1d/2d`,
+`conv_transpose1d/2d/3d` (with `ConvOptions` / `ConvTransposeOptions`), `unfold4d` / `fold4d`
+(with `UnfoldOptions`), `max_pool1d/2d`,
 `avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `embedding`, `interpolate` (with
 `InterpolateOptions` / `InterpolateMode`), and the constant `pad` of burn's `Tensor::pad`.
 
 Each op is one primitive registered in harness.engine.ops (linalg.py, conv.py, pool.py:
 forward, rule and op-matrix facts), the convolutions and pools over the NumPy kernels of
 harness.engine.kernels (whose docstrings list the op-level differences from PyTorch); `pad`
-is a composite (`cat` with constant blocks), as burn's `pad` builds it from tensor ops.
+is a composite (`cat` with constant blocks), as burn's `pad` builds it from tensor ops;
+`unfold4d` and `fold4d` are the composites of burn-backend's default `ModuleOps` (neither
+burn-autodiff nor burn-flex overrides them), so their gradients are those of the ops they call.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from harness.engine.autodiff import NONE
+from harness.engine.errors import ShapeError
 from harness.engine.methods import ternary_result, unary_result, variadic_result
 from harness.engine.ops import conv, linalg, pool
 from harness.engine.ops import interpolate as interpolate_ops
@@ -27,6 +33,7 @@ __all__ = [
     "ConvTransposeOptions",
     "InterpolateMode",
     "InterpolateOptions",
+    "UnfoldOptions",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
     "avg_pool1d",
@@ -38,11 +45,13 @@ __all__ = [
     "conv_transpose2d",
     "conv_transpose3d",
     "embedding",
+    "fold4d",
     "interpolate",
     "linear",
     "max_pool1d",
     "max_pool2d",
     "pad",
+    "unfold4d",
 ]
 
 
@@ -160,6 +169,92 @@ def _conv_transpose_with(op, x, weight, bias, options: ConvTransposeOptions) -> 
         padding_out=tuple(options.padding_out), dilation=tuple(options.dilation),
         groups=options.groups,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class UnfoldOptions:
+    """burn's `UnfoldOptions::new(stride, padding, dilation)` (two entries each)."""
+
+    stride: Sequence[int]
+    padding: Sequence[int]
+    dilation: Sequence[int]
+
+
+def _unfolding_weight(channels: int, kernel_size, like: Tensor) -> Tensor:
+    """burn's `create_unfolding_weight` (burn-backend ops/modules/unfold.rs): `[channels * kh
+    * kw, channels, kh, kw]`, 1 where output channel `(c * kh + i) * kw + j` reads input
+    channel c at tap (i, j), 0 elsewhere; untracked, in the input's dtype."""
+    kh, kw = kernel_size
+    weight = np.zeros((channels * kh * kw, channels, kh, kw), dtype=like.dtype.name)
+    c, i, j = np.meshgrid(np.arange(channels), np.arange(kh), np.arange(kw), indexing="ij")
+    weight[((c * kh + i) * kw + j).ravel(), c.ravel(), i.ravel(), j.ravel()] = 1.0
+    return Tensor.from_numpy(weight, like.device)
+
+
+def unfold4d(x: Tensor, kernel_size, options: UnfoldOptions) -> Tensor:
+    """burn's `unfold4d(x, kernel_size, options)`: x `[batch, channels, h, w]` -> `[batch,
+    channels * kh * kw, blocks]`, PyTorch's `F.unfold` layout (burn-backend's default
+    `ModuleOps::unfold4d`, which burn-autodiff and burn-flex keep).
+
+    Without padding and dilation, two `unfold`s, a `permute` and a `reshape` (exact copies).
+    Otherwise burn's `unfold4d_using_conv2d`: a conv2d with a one-hot weight. PyTorch
+    difference there: each output sums every element of its window times 0 or 1, so an inf
+    or NaN in a window makes NaN of every other column entry of that window (`0 * inf`),
+    where torch's `F.unfold` copies (float values agree exactly: `x * 1 + 0 * y` is exact)."""
+    kernel_size = tuple(int(k) for k in kernel_size)
+    stride, padding, dilation = (tuple(options.stride), tuple(options.padding),
+                                 tuple(options.dilation))  # fmt: skip
+    if x.ndim != 4:
+        raise ShapeError(
+            f"unfold4d: expected an input of rank 4 [batch, channels, height, width], got "
+            f"shape [{', '.join(map(str, x.shape))}]"
+        )
+    if padding == (0, 0) and dilation == (1, 1):
+        blocks = x.unfold(2, kernel_size[0], stride[0]).unfold(3, kernel_size[1], stride[1])
+        blocks = blocks.permute([0, 1, 4, 5, 2, 3])  # batch, channels, kh, kw, h_blocks, w_blocks
+        b, c, kh, kw, hb, wb = blocks.shape
+        return blocks.reshape([b, c * kh * kw, hb * wb])
+    weight = _unfolding_weight(x.shape[1], kernel_size, x)
+    out = conv2d(x, weight, None, ConvOptions(stride, padding, dilation, 1))
+    b, c_out, oh, ow = out.shape
+    return out.reshape([b, c_out, oh * ow])
+
+
+def fold4d(x: Tensor, output_size, kernel_size, options: UnfoldOptions) -> Tensor:
+    """burn's `fold4d(x, output_size, kernel_size, options)`: columns `[batch, channels * kh *
+    kw, blocks]` -> `[batch, channels, out_h, out_w]`, overlapping blocks summed (PyTorch's
+    `F.fold`). burn-backend's default: a `conv_transpose2d` with `unfold4d`'s one-hot weight
+    and `padding_out` recovering the exact size; burn's asserts as ShapeError with its text.
+    PyTorch difference: as `unfold4d`'s conv path, an inf or NaN column entry makes NaN of
+    every output its channel's transposed conv reaches (`0 * inf`)."""
+    (oh, ow), (kh, kw) = (tuple(int(n) for n in output_size),
+                          tuple(int(k) for k in kernel_size))  # fmt: skip
+    stride, padding, dilation = (tuple(options.stride), tuple(options.padding),
+                                 tuple(options.dilation))  # fmt: skip
+    if x.ndim != 3:
+        raise ShapeError(
+            f"fold4d: expected an input of rank 3 [batch, channels * kernel, blocks], got "
+            f"shape [{', '.join(map(str, x.shape))}]"
+        )
+    b, channels_col, blocks = x.shape
+    if channels_col % (kh * kw):
+        raise ShapeError(
+            f"fold4d: input channels ({channels_col}) must be divisible by the kernel size "
+            f"product ({kh * kw})"
+        )
+    spans = [n + 2 * p - d * (k - 1) - 1
+             for n, p, d, k in zip((oh, ow), padding, dilation, (kh, kw), strict=True)]  # fmt: skip
+    grid = [span // st + 1 for span, st in zip(spans, stride, strict=True)]
+    if blocks != grid[0] * grid[1]:
+        raise ShapeError(
+            f"fold4d: number of blocks ({blocks}) does not match the expected grid "
+            f"({grid[0]} x {grid[1]}) for the given output size and options"
+        )
+    weight = _unfolding_weight(channels_col // (kh * kw), (kh, kw), x)
+    padding_out = tuple(span % st for span, st in zip(spans, stride, strict=True))
+    columns = x.reshape([b, channels_col, grid[0], grid[1]])
+    options = ConvTransposeOptions(stride, padding, padding_out, dilation, 1)
+    return conv_transpose2d(columns, weight, None, options)
 
 
 def max_pool2d(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode=False) -> Tensor:

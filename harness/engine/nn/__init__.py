@@ -6,7 +6,8 @@ modules/):
   encoder and decoder (with its autoregressive cache), positional and rotary encodings,
   LSTM / BiLSTM / GRU / BiGRU / RNN / BiRNN;
 - vision: convolutions, pooling, normalisation (with local response norm), embeddings,
-  activation modules (with SwiGLU), padding configs, pixel (un)shuffle, interpolation;
+  activation modules (with SwiGLU), padding configs, pixel (un)shuffle, interpolation,
+  unfold / fold;
 - the distance modules (cosine similarity, pairwise distance) and Gaussian noise;
 - the initializers both use (burn's `Initializer` variants).
 
@@ -86,6 +87,7 @@ from .distance import (
     PairwiseDistanceConfig,
 )
 from .embedding import Embedding, EmbeddingConfig
+from .fold import Fold4d, Fold4dConfig, Unfold4d, Unfold4dConfig
 from .initializer import KAIMING_UNIFORM, XAVIER_NORMAL, Initializer
 from .interpolate import (
     Interpolate1d,
@@ -207,6 +209,8 @@ __all__ = [
     "EluConfig",
     "Embedding",
     "EmbeddingConfig",
+    "Fold4d",
+    "Fold4dConfig",
     "GateController",
     "GaussianNoise",
     "GaussianNoiseConfig",
@@ -296,6 +300,8 @@ __all__ = [
     "TransformerEncoderConfig",
     "TransformerEncoderInput",
     "TransformerEncoderLayer",
+    "Unfold4d",
+    "Unfold4dConfig",
     "gelu_approximate",
     "generate_autoregressive_mask",
     "generate_padding_mask",

@@ -314,3 +314,45 @@ CONV_TRANSPOSE3D = differentiable(
         ),
     ),
 )
+
+
+# ---- unfold4d / fold4d: burn-backend's default composites (harness.engine.module_ops) ------
+
+# unfold4d's conv path and fold4d sum one-hot products: 0 * inf is NaN where torch copies.
+_ONE_HOT_SPECIALS = Diverges(
+    "*/*/specials/forward",
+    "burn builds it as a conv with a one-hot weight (burn-backend ops/modules/unfold.rs): an "
+    "inf or NaN in a window meets the weight's zeros, 0 * inf = NaN, where torch's unfold / "
+    "fold copies (harness.engine.module_ops.unfold4d)",
+    NONFINITE_EITHER,
+)
+
+COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
+    c.of(c.method)
+    for c in (
+        Check(
+            "unfold4d",
+            "module_ops.unfold4d({a}, (2, 3), module_ops.UnfoldOptions((1, 2), (0, 0), (1, 1)))",
+            "torch.nn.functional.unfold({a}, (2, 3), stride=(1, 2))",
+            (Input("a"),),
+            menu(("b2-c3-4x7", [(2, 3, 4, 7)]), ("empty", [(0, 3, 4, 7)])),
+        ),
+        Check(
+            "unfold4d[padded]",
+            "module_ops.unfold4d({a}, (2, 2), module_ops.UnfoldOptions((2, 1), (1, 0), (1, 2)))",
+            "torch.nn.functional.unfold({a}, (2, 2), (1, 2), (1, 0), (2, 1))",
+            (Input("a"),),
+            menu(("b2-c3-5x6", [(2, 3, 5, 6)])),
+            diverges=(_ONE_HOT_SPECIALS,),
+        ),
+        Check(
+            "fold4d",
+            "module_ops.fold4d({a}, (5, 6), (2, 2), "
+            "module_ops.UnfoldOptions((2, 1), (1, 0), (1, 2)))",
+            "torch.nn.functional.fold({a}, (5, 6), (2, 2), (1, 2), (1, 0), (2, 1))",
+            (Input("a"),),
+            menu(("b2-c12-12", [(2, 12, 12)]), ("empty", [(0, 12, 12)])),
+            diverges=(_ONE_HOT_SPECIALS,),
+        ),
+    )
+)
