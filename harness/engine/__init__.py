@@ -523,8 +523,10 @@ __all__ += [
 ]
 
 # --- nn/: the parameter-only activation modules (burn-nn activation/*.rs) and the 3-D and
-# 1-D transposed convolutions, unfold / fold (issue 28) ---
+# 1-D transposed convolutions, unfold / fold, the 3-D adaptive pool (issue 28) ---
 from .nn import (  # noqa: E402
+    AdaptiveAvgPool3d,
+    AdaptiveAvgPool3dConfig,
     Celu,
     CeluConfig,
     Conv3d,
@@ -555,6 +557,8 @@ from .nn import (  # noqa: E402
 )
 
 __all__ += [
+    "AdaptiveAvgPool3d",
+    "AdaptiveAvgPool3dConfig",
     "Celu",
     "CeluConfig",
     "Conv3d",

@@ -1,9 +1,9 @@
 """burn's `burn::tensor::module` functions (crates/burn-tensor/src/tensor/module.rs, burn commit
-2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`, `conv3d`,
-`conv_transpose1d/2d/3d` (with `ConvOptions` / `ConvTransposeOptions`), `unfold4d` / `fold4d`
-(with `UnfoldOptions`), `max_pool1d/2d`,
-`avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `embedding`, `interpolate` (with
-`InterpolateOptions` / `InterpolateMode`), and the constant `pad` of burn's `Tensor::pad`.
+2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`,
+`conv3d`, `conv_transpose1d/2d/3d` (with `ConvOptions` / `ConvTransposeOptions`), `unfold4d` /
+`fold4d` (with `UnfoldOptions`), `max_pool1d/2d` (and `_with_indices`), `avg_pool1d/2d`,
+`adaptive_avg_pool1d/2d/3d`, `embedding`, `interpolate` (with `InterpolateOptions` /
+`InterpolateMode`), and the constant `pad` of burn's `Tensor::pad`.
 
 Each op is one primitive registered in harness.engine.ops (linalg.py, conv.py, pool.py:
 forward, rule and op-matrix facts), the convolutions and pools over the NumPy kernels of
@@ -23,7 +23,12 @@ import numpy as np
 
 from harness.engine.autodiff import NONE
 from harness.engine.errors import ShapeError
-from harness.engine.methods import ternary_result, unary_result, variadic_result
+from harness.engine.methods import (
+    ternary_result,
+    unary_result,
+    untracked_result,
+    variadic_result,
+)
 from harness.engine.ops import conv, linalg, pool
 from harness.engine.ops import interpolate as interpolate_ops
 from harness.engine.tensor import Tensor
@@ -36,6 +41,7 @@ __all__ = [
     "UnfoldOptions",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "avg_pool1d",
     "avg_pool2d",
     "conv1d",
@@ -49,7 +55,9 @@ __all__ = [
     "interpolate",
     "linear",
     "max_pool1d",
+    "max_pool1d_with_indices",
     "max_pool2d",
+    "max_pool2d_with_indices",
     "pad",
     "unfold4d",
 ]
@@ -273,6 +281,30 @@ def max_pool1d(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode=Fals
     )  # fmt: skip
 
 
+def _with_indices(op, x: Tensor, **params) -> tuple[Tensor, Tensor]:
+    out, saved = op.forward(x._data, **params)
+    return unary_result(x, op, out, saved), untracked_result(x, saved.indices.astype(np.int64))
+
+
+def max_pool2d_with_indices(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode=False):
+    """burn's `max_pool2d_with_indices`: (output, int64 indices), each index the flat position
+    `h * width + w` of the element taken in its input plane (PyTorch's `return_indices`
+    layout). One graph node, the max pool's: burn-autodiff's `max_pool2d_with_indices`
+    routes the gradient through the same indices."""
+    return _with_indices(
+        pool.MAX_POOL2D, x, kernel_size=tuple(kernel_size), stride=tuple(stride),
+        padding=tuple(padding), dilation=tuple(dilation), ceil_mode=bool(ceil_mode),
+    )  # fmt: skip
+
+
+def max_pool1d_with_indices(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode=False):
+    """burn's `max_pool1d_with_indices`: (output, int64 positions along the length)."""
+    return _with_indices(
+        pool.MAX_POOL1D, x, kernel_size=int(kernel_size), stride=int(stride),
+        padding=int(padding), dilation=int(dilation), ceil_mode=bool(ceil_mode),
+    )  # fmt: skip
+
+
 def avg_pool2d(x: Tensor, kernel_size, stride, padding, count_include_pad=True, ceil_mode=False):
     """burn's `avg_pool2d(x, kernel_size, stride, padding, count_include_pad, ceil_mode)`."""
     return _unary(
@@ -293,6 +325,10 @@ def avg_pool1d(x: Tensor, kernel_size, stride, padding, count_include_pad=True, 
 
 def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
     return _unary(pool.ADAPTIVE_AVG_POOL2D, x, output_size=tuple(output_size))
+
+
+def adaptive_avg_pool3d(x: Tensor, output_size) -> Tensor:
+    return _unary(pool.ADAPTIVE_AVG_POOL3D, x, output_size=tuple(output_size))
 
 
 def adaptive_avg_pool1d(x: Tensor, output_size: int) -> Tensor:

@@ -15,6 +15,8 @@ from .adaptive_pool import (
     adaptive_avg_pool1d_backward,
     adaptive_avg_pool2d,
     adaptive_avg_pool2d_backward,
+    adaptive_avg_pool3d,
+    adaptive_avg_pool3d_backward,
     adaptive_bins,
 )
 from .conv import (
@@ -61,6 +63,8 @@ __all__ = [
     "adaptive_avg_pool1d_backward",
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
+    "adaptive_avg_pool3d",
+    "adaptive_avg_pool3d_backward",
     "adaptive_bins",
     "avg_pool1d",
     "avg_pool1d_backward",
