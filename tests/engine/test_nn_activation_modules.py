@@ -1,8 +1,9 @@
-"""The parameter-only activation modules of burn-nn (crates/burn-nn/src/activation/{celu,elu,
-hard_shrink,hardtanh,shrink,soft_shrink,threshold,thresholded_relu}.rs, burn commit
-2c06be351006851d42fdb6df16b976f4a82d9747): burn's defaults, burn's own module tests
-transcribed (names cited), and forward and backward against torch.nn (float32 and float64)
-on inputs away from the kinks (where the documented gradient differences live)."""
+"""The parameter-only activation modules and RRelu of burn-nn (crates/burn-nn/src/activation/
+{celu,elu,hard_shrink,hardtanh,shrink,soft_shrink,threshold,thresholded_relu,rrelu}.rs, burn
+commit 2c06be351006851d42fdb6df16b976f4a82d9747): burn's defaults, burn's own module tests
+transcribed (names cited), forward and backward against torch.nn (float32 and float64) on
+inputs away from the kinks (where the documented gradient differences live), and RRelu's
+seeded training draws: bounds, per-element slopes, their gradient and their distribution."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import pytest
 import torch
 from nn_support import AD, DTYPES, TOL, assert_burn_approx, leaf, tensor
 
+from harness.engine import seed
 from harness.engine.nn import (
     CeluConfig,
     EluConfig,
     HardShrinkConfig,
     HardtanhConfig,
+    RReluConfig,
     ShrinkConfig,
     SoftShrinkConfig,
     ThresholdConfig,
@@ -129,3 +132,64 @@ def test_forward_and_backward_match_torch(name, dtype):
 def test_modules_hold_no_params():
     for config, _ in MODULES.values():
         assert list(config.init().params()) == []
+
+
+# ---- RRelu (rrelu.rs) ---------------------------------------------------------------------
+
+
+def test_burn_rrelu_eval_matches_leaky_relu_midpoint():
+    # rrelu.rs eval_matches_leaky_relu_midpoint (a plain device: deterministic)
+    model = RReluConfig().with_lower(0.1).with_upper(0.3).init()
+    out = _run(model, [[-2.0, -1.0, 0.0], [0.5, 1.0, 2.0]])
+    assert_burn_approx(out, [[-0.4, -0.2, 0.0], [0.5, 1.0, 2.0]])
+
+
+def test_burn_rrelu_defaults_and_rejects_lower_above_upper():
+    # rrelu.rs: `default = "0.125"`, `"1.0 / 3.0"`; rejects_lower_above_upper
+    assert (RReluConfig().lower, RReluConfig().upper) == (0.125, 1.0 / 3.0)
+    with pytest.raises(ValueError, match=r"^RRelu: lower bound \(0.5\) must be <= upper bound"):
+        RReluConfig(0.5, 0.2).init()
+
+
+def test_rrelu_eval_matches_torch_eval():
+    x = np.random.default_rng(0).standard_normal((4, 5)).astype("float32")
+    ours = _run(RReluConfig().init(), x)
+    theirs = torch.nn.RReLU().eval()(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rrelu_training_slopes_in_bounds_with_their_gradient(dtype):
+    """burn's training_scales_negatives_randomly, made exact: on the autodiff device each
+    negative element is scaled by its own slope in [lower, upper), positives pass, and the
+    gradient is that slope (negatives) or 1."""
+    seed(28)
+    x = np.random.default_rng(1).uniform(-2.0, 2.0, (50, 40)).astype(dtype)
+    x[x == 0] = 1.0
+    xe = leaf(x, dtype)
+    out = RReluConfig(0.1, 0.3).init().forward(xe)
+    grad = xe.grad(out.sum().backward()).numpy()
+    y = out.numpy()
+    neg = x < 0
+    np.testing.assert_array_equal(y[~neg], x[~neg])
+    np.testing.assert_array_equal(grad[~neg], 1.0)
+    slope = y[neg] / x[neg]
+    assert slope.min() >= 0.1 * (1 - 1e-6) and slope.max() < 0.3 * (1 + 1e-6)
+    np.testing.assert_allclose(grad[neg], slope, rtol=1e-6 if dtype == "float32" else 1e-14)
+    # ~1000 draws of Uniform[0.1, 0.3): sd 0.2 / sqrt(12) ~ 0.058, standard error ~ 0.0018;
+    # 5 standard errors around the midpoint and a spread near the uniform's
+    se = 0.2 / np.sqrt(12) / np.sqrt(neg.sum())
+    assert abs(slope.mean() - 0.2) < 5 * se
+    assert abs(slope.std() - 0.2 / np.sqrt(12)) < 0.01
+    assert len(np.unique(slope)) > 0.9 * neg.sum()  # per-element draws, not one slope
+
+
+def test_rrelu_training_is_seeded():
+    x = -np.arange(1.0, 7.0).reshape(2, 3).astype("float32")
+    model = RReluConfig().init()
+    runs = []
+    for _ in range(2):
+        seed(5)
+        runs.append(model.forward(tensor(x)).numpy())
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.array_equal(runs[0], x)  # burn's training_scales_negatives_randomly

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from harness.engine import activation
-from harness.engine.module import Config, Module, Param, Relu
+from harness.engine.module import Config, Module, Param, Relu, rust_float, value_rng
 from harness.engine.tensor import Tensor
 
 from .initializer import Initializer
@@ -44,6 +46,8 @@ __all__ = [
     "LeakyReluConfig",
     "PRelu",
     "PReluConfig",
+    "RRelu",
+    "RReluConfig",
     "Relu",
     "Shrink",
     "ShrinkConfig",
@@ -339,3 +343,47 @@ class ThresholdedRelu(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return activation.thresholded_relu(x, self.alpha)
+
+
+@dataclasses.dataclass(frozen=True)
+class RReluConfig(Config):
+    """burn's `RReluConfig::new()` (activation/rrelu.rs): lower 0.125, upper 1/3 (PyTorch's
+    `RReLU` defaults too); `init()` panics unless lower <= upper."""
+
+    lower: float = 0.125
+    upper: float = 1.0 / 3.0
+
+    def init(self, device=None) -> RRelu:
+        if not self.lower <= self.upper:
+            raise ValueError(
+                f"RRelu: lower bound ({rust_float(self.lower)}) must be <= upper bound "
+                f"({rust_float(self.upper)})"
+            )
+        return RRelu(self.lower, self.upper)
+
+
+class RRelu(Module):
+    """burn's `RRelu`: on a plain device, `leaky_relu(x, (lower + upper) / 2)`; on an
+    autodiff device (burn's training switch, as `Dropout`), `mask_where(x < 0, x * slope, x)`
+    with `slope` drawn per element from Uniform[lower, upper) (burn's `random_like`).
+
+    Randomness: the slopes come from the engine's seeded generator (`harness.engine.seed(n)`,
+    `value_rng().uniform`, drawn in float64 and cast to the input's dtype), so a seeded run
+    repeats; burn draws from its device's generator, so the slopes differ from burn's and
+    torch's. They are constants of the graph: the gradient is the slope where x < 0, else 1.
+
+    PyTorch differences: training is switched by the input's device, not `module.train()`;
+    at exactly 0 the output is 0 either way and the gradient is 1 (the `x` branch), where
+    torch's rrelu uses the sampled slope for x <= 0 (`x <= 0` in its kernel)."""
+
+    def __init__(self, lower: float = 0.125, upper: float = 1.0 / 3.0) -> None:
+        self.lower = lower
+        self.upper = upper
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not x.is_autodiff():
+            return activation.leaky_relu(x, (self.lower + self.upper) / 2.0)
+        is_negative = x.lower_elem(0.0)
+        draws = value_rng().uniform(self.lower, self.upper, tuple(x.shape))
+        slope = Tensor.from_numpy(draws.astype(np.dtype(x.dtype.name)), x.device)
+        return x.mask_where(is_negative, x * slope)
