@@ -1,9 +1,10 @@
 """burn's `burn::tensor::module` functions (crates/burn-tensor/src/tensor/module.rs, burn commit
 2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`,
-`conv3d`, `conv_transpose1d/2d/3d` (with `ConvOptions` / `ConvTransposeOptions`), `unfold4d` /
-`fold4d` (with `UnfoldOptions`), `max_pool1d/2d` (and `_with_indices`), `avg_pool1d/2d`,
-`adaptive_avg_pool1d/2d/3d`, `embedding`, `interpolate` (with `InterpolateOptions` /
-`InterpolateMode`), and the constant `pad` of burn's `Tensor::pad`.
+`conv3d`, `conv_transpose1d/2d/3d` (with `ConvOptions` / `ConvTransposeOptions`),
+`deform_conv2d` (with `DeformConvOptions`), `unfold4d` / `fold4d` (with `UnfoldOptions`),
+`max_pool1d/2d` (and `_with_indices`), `avg_pool1d/2d`, `adaptive_avg_pool1d/2d/3d`,
+`embedding`, `interpolate` (with `InterpolateOptions` / `InterpolateMode`), and the constant
+`pad` of burn's `Tensor::pad`.
 
 Each op is one primitive registered in harness.engine.ops (linalg.py, conv.py, pool.py:
 forward, rule and op-matrix facts), the convolutions and pools over the NumPy kernels of
@@ -36,6 +37,7 @@ from harness.engine.tensor import Tensor
 __all__ = [
     "ConvOptions",
     "ConvTransposeOptions",
+    "DeformConvOptions",
     "InterpolateMode",
     "InterpolateOptions",
     "UnfoldOptions",
@@ -50,6 +52,7 @@ __all__ = [
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
+    "deform_conv2d",
     "embedding",
     "fold4d",
     "interpolate",
@@ -177,6 +180,42 @@ def _conv_transpose_with(op, x, weight, bias, options: ConvTransposeOptions) -> 
         padding_out=tuple(options.padding_out), dilation=tuple(options.dilation),
         groups=options.groups,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DeformConvOptions:
+    """burn's `DeformConvOptions::new(stride, padding, dilation, weight_groups,
+    offset_groups)`."""
+
+    stride: Sequence[int]
+    padding: Sequence[int]
+    dilation: Sequence[int]
+    weight_groups: int = 1
+    offset_groups: int = 1
+
+
+def deform_conv2d(
+    x: Tensor,
+    offset: Tensor,
+    weight: Tensor,
+    mask: Tensor | None,
+    bias: Tensor | None,
+    options: DeformConvOptions,
+) -> Tensor:
+    """burn's `deform_conv2d(x, offset, weight, mask, bias, options)`: x `[batch, in, h, w]`,
+    offset `[batch, offset_groups * kh * kw * 2, h', w']`, weight `[out, in / weight_groups,
+    kh, kw]`, mask `[batch, offset_groups * kh * kw, h', w']` -> `[batch, out, h', w']`
+    (harness.engine.kernels.deform_conv states the sampling and its rule)."""
+    tensors = tuple(t for t in (x, offset, weight, mask, bias) if t is not None)
+    op = conv.DEFORM_CONV2D
+    out, saved = op.forward(
+        *(t._data for t in tensors),
+        stride=tuple(options.stride), padding=tuple(options.padding),
+        dilation=tuple(options.dilation), weight_groups=options.weight_groups,
+        offset_groups=options.offset_groups, has_mask=mask is not None,
+        has_bias=bias is not None,
+    )  # fmt: skip
+    return variadic_result(tensors, op, out, saved)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from .conv_nd import (
     conv_transpose_nd,
     conv_transpose_nd_backward,
 )
+from .deform_conv import DeformGrads, deform_conv2d, deform_conv2d_backward
 from .embedding import EmbeddingGrads, embedding, embedding_backward
 from .interpolate import INTERPOLATE_MODES, interpolate, interpolate_backward
 from .pool import (
@@ -56,6 +57,7 @@ __all__ = [
     "INTERPOLATE_MODES",
     "ConvForward",
     "ConvGrads",
+    "DeformGrads",
     "EmbeddingGrads",
     "MaxPoolOutput",
     "PoolGrads",
@@ -82,6 +84,8 @@ __all__ = [
     "conv_transpose2d_backward",
     "conv_transpose_nd",
     "conv_transpose_nd_backward",
+    "deform_conv2d",
+    "deform_conv2d_backward",
     "embedding",
     "embedding_backward",
     "interpolate",

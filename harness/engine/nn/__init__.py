@@ -72,6 +72,8 @@ from .conv import (
     ConvTranspose2dConfig,
     ConvTranspose3d,
     ConvTranspose3dConfig,
+    DeformConv2d,
+    DeformConv2dConfig,
 )
 from .cross_attention import CrossAttention, CrossAttentionCache, CrossAttentionConfig
 from .decoder import (
@@ -211,6 +213,8 @@ __all__ = [
     "CrossAttention",
     "CrossAttentionCache",
     "CrossAttentionConfig",
+    "DeformConv2d",
+    "DeformConv2dConfig",
     "Elu",
     "EluConfig",
     "Embedding",

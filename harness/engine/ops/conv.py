@@ -316,6 +316,102 @@ CONV_TRANSPOSE3D = differentiable(
 )
 
 
+# ---- deform_conv2d (harness.engine.kernels.deform_conv) ------------------------------------
+
+
+@dataclass(slots=True)
+class SavedDeform:
+    inputs: tuple[Array, ...]  # x, offset, weight and, when given, mask and bias
+    options: dict
+    has_mask: bool
+    has_bias: bool
+
+
+def _deform_args(inputs: tuple[Array, ...], has_mask: bool, has_bias: bool):
+    if len(inputs) != 3 + has_mask + has_bias:
+        raise TypeError(
+            f"deform_conv2d: expected (x, offset, weight[, mask][, bias]), got {len(inputs)} "
+            "tensors"
+        )
+    x, offset, weight, *rest = inputs
+    mask = rest.pop(0) if has_mask else None
+    bias = rest.pop(0) if has_bias else None
+    return x, offset, weight, mask, bias
+
+
+def deform_conv2d(
+    *inputs: Array, stride, padding, dilation, weight_groups, offset_groups, has_mask, has_bias
+):
+    """burn's `deform_conv2d(x, offset, weight, mask, bias, DeformConvOptions)`: one node with
+    x / offset / weight (/ mask / bias) parents, as burn-autodiff's four `DeformConv2D*`
+    nodes. torchvision, its PyTorch counterpart, is not installed: the checks compare with
+    harness.ops.torch_reference.deform_conv2d (torch's grid_sample and autograd)."""
+    opts = {
+        "stride": stride,
+        "padding": padding,
+        "dilation": dilation,
+        "weight_groups": weight_groups,
+        "offset_groups": offset_groups,
+    }
+    out = kernels.deform_conv2d(*_deform_args(inputs, has_mask, has_bias), **opts)
+    return out, SavedDeform(inputs, opts, has_mask, has_bias)
+
+
+def deform_conv2d_backward(s: SavedDeform, g: Array, tracked: Tracked) -> tuple[Grad, ...]:
+    r = kernels.deform_conv2d_backward(
+        g, *_deform_args(s.inputs, s.has_mask, s.has_bias), **s.options
+    )
+    grads = [r.x, r.offset, r.weight]
+    if s.has_mask:
+        grads.append(r.mask)
+    if s.has_bias:
+        grads.append(r.bias)
+    return tuple(grad if t is not None else None for grad, t in zip(grads, tracked, strict=True))
+
+
+_DEFORM_OPTIONS = "module_ops.DeformConvOptions((1, 2), (1, 0), (1, 1), 2, 2)"
+_DEFORM_TORCH_OPTIONS = (
+    "stride=(1, 2), padding=(1, 0), dilation=(1, 1), weight_groups=2, offset_groups=2"
+)
+# x [2, 4, 5, 5], weight [6, 2, 3, 2] -> [2, 6, 5, 2]: offset 2 groups * 6 taps * 2, mask 12
+_DEFORM_SHAPES = [(2, 4, 5, 5), (2, 24, 5, 2), (6, 2, 3, 2)]
+# The gradients sum products with infinities of both signs: flex adds them corner by corner
+# per (channel, tap, position), torch's grid_sample backward and einsum in their own order,
+# so one side's inf is the other's NaN there (forwards and finite cells agree).
+_DEFORM_INFINITIES = Diverges(
+    "*/*/specials/vjp.*",
+    "gradients summing infinities of both signs: inf or NaN depends on the summation order "
+    "(flex's corner-by-corner accumulation vs torch's grid_sample backward and einsum)",
+    NONFINITE_EITHER,
+)
+
+DEFORM_CONV2D = differentiable(
+    "deform_conv2d",
+    deform_conv2d,
+    deform_conv2d_backward,
+    checks=(
+        Check(
+            "deform_conv2d",
+            f"module_ops.deform_conv2d({{a}}, {{b}}, {{c}}, None, None, {_DEFORM_OPTIONS})",
+            f"torch_reference.deform_conv2d({{a}}, {{b}}, {{c}}, {_DEFORM_TORCH_OPTIONS})",
+            (Input("a"), Input("b"), Input("c")),
+            menu(("b2-c4-5x5-g2", _DEFORM_SHAPES)),
+            rounding=_SUMS,
+            diverges=(_DEFORM_INFINITIES,),
+        ),
+        Check(
+            "deform_conv2d[mask]",
+            f"module_ops.deform_conv2d({{a}}, {{b}}, {{c}}, {{m}}, None, {_DEFORM_OPTIONS})",
+            f"torch_reference.deform_conv2d({{a}}, {{b}}, {{c}}, {{m}}, {_DEFORM_TORCH_OPTIONS})",
+            (Input("a"), Input("b"), Input("c"), Input("m")),
+            menu(("b2-c4-5x5-g2", [*_DEFORM_SHAPES, (2, 12, 5, 2)])),
+            rounding=_SUMS,
+            diverges=(_DEFORM_INFINITIES,),
+        ),
+    ),
+)
+
+
 # ---- unfold4d / fold4d: burn-backend's default composites (harness.engine.module_ops) ------
 
 # unfold4d's conv path and fold4d sum one-hot products: 0 * inf is NaN where torch copies.
