@@ -14,6 +14,7 @@ from nn_support import AD, DTYPES, TOL, assert_burn_approx, leaf, tensor
 
 from harness.engine import seed
 from harness.engine.nn import (
+    ActivationConfig,
     CeluConfig,
     EluConfig,
     HardShrinkConfig,
@@ -193,3 +194,47 @@ def test_rrelu_training_is_seeded():
         runs.append(model.forward(tensor(x)).numpy())
     np.testing.assert_array_equal(runs[0], runs[1])
     assert not np.array_equal(runs[0], x)  # burn's training_scales_negatives_randomly
+
+
+# ---- ActivationConfig variants (activation_wrapper.rs) ------------------------------------
+
+
+VARIANTS = {
+    "Elu": (EluConfig(1.3), "elu"),
+    "Celu": (CeluConfig(0.5), "celu"),
+    "HardShrink": (HardShrinkConfig(0.4), "hard_shrink"),
+    "SoftShrink": (SoftShrinkConfig(0.4), "soft_shrink"),
+    "Shrink": (ShrinkConfig(0.4, 0.25), "shrink"),
+    "ThresholdedRelu": (ThresholdedReluConfig(0.3), "thresholded_relu"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_activation_config_variants_forward_their_module(variant):
+    """burn's `ActivationConfig::Elu(EluConfig)` ... `init` builds `conf.init()`: the wrapper
+    gives the module's values, which match torch (MODULES above)."""
+    config, name = VARIANTS[variant]
+    x = _away_from_kinks("float32")
+    wrapped = getattr(ActivationConfig, variant)(config).init()
+    np.testing.assert_array_equal(_run(wrapped, x), _run(config.init(), x))
+    out_t = MODULES[name][1]()(torch.tensor(x))
+    np.testing.assert_allclose(_run(wrapped, x), out_t.numpy(), **TOL["float32"])
+
+
+def test_activation_config_payload_free_variants_match_torch():
+    x = _away_from_kinks("float64")
+    xt = torch.tensor(x)
+    for variant, theirs in (
+        (ActivationConfig.Selu, torch.nn.functional.selu(xt)),
+        (ActivationConfig.HardSwish, torch.nn.functional.hardswish(xt)),
+        (ActivationConfig.Softsign, torch.nn.functional.softsign(xt)),
+    ):
+        ours = variant.init().forward(tensor(x, "float64", AD.inner())).numpy()
+        np.testing.assert_allclose(ours, theirs.numpy(), **TOL["float64"])
+
+
+def test_activation_config_variant_rejects_another_config():
+    with pytest.raises(
+        TypeError, match=r"^ActivationConfig.Elu: expected EluConfig, got CeluConfig"
+    ):
+        ActivationConfig.Elu(CeluConfig())
