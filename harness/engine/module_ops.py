@@ -2,7 +2,8 @@
 2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`,
 `conv3d`, `conv_transpose1d/2d/3d` (with `ConvOptions` / `ConvTransposeOptions`),
 `deform_conv2d` (with `DeformConvOptions`), `unfold4d` / `fold4d` (with `UnfoldOptions`),
-`max_pool1d/2d` (and `_with_indices`), `avg_pool1d/2d`, `adaptive_avg_pool1d/2d/3d`,
+`max_pool1d/2d` (and `_with_indices`, `max_pool2d_with_indices_backward`), `avg_pool1d/2d`
+(and `avg_pool2d_backward`), `adaptive_avg_pool1d/2d/3d`,
 `embedding`, `interpolate` (with `InterpolateOptions` / `InterpolateMode`), and the constant
 `pad` of burn's `Tensor::pad`.
 
@@ -22,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.engine import kernels
 from harness.engine.autodiff import NONE
-from harness.engine.errors import ShapeError
+from harness.engine.errors import AutodiffError, ShapeError
 from harness.engine.methods import (
     ternary_result,
     unary_result,
@@ -46,6 +48,7 @@ __all__ = [
     "adaptive_avg_pool3d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool2d_backward",
     "conv1d",
     "conv2d",
     "conv3d",
@@ -61,6 +64,7 @@ __all__ = [
     "max_pool1d_with_indices",
     "max_pool2d",
     "max_pool2d_with_indices",
+    "max_pool2d_with_indices_backward",
     "pad",
     "unfold4d",
 ]
@@ -342,6 +346,36 @@ def max_pool1d_with_indices(x: Tensor, kernel_size, stride, padding, dilation, c
         pool.MAX_POOL1D, x, kernel_size=int(kernel_size), stride=int(stride),
         padding=int(padding), dilation=int(dilation), ceil_mode=bool(ceil_mode),
     )  # fmt: skip
+
+
+def max_pool2d_with_indices_backward(
+    x: Tensor, kernel_size, stride, padding, dilation, ceil_mode, output_grad, indices
+) -> Tensor:
+    """burn's `max_pool2d_with_indices_backward(x, kernel_size, stride, padding, dilation,
+    ceil_mode, output_grad, indices)`: each output gradient added to the input element its
+    index names (flex's rule, the one `max_pool2d`'s node runs; the pool arguments are
+    burn's signature, the indices carry what they decide). On an autodiff device burn
+    panics (burn-autodiff ops/module.rs): AutodiffError with its text."""
+    if x.is_autodiff():
+        raise AutodiffError("Can't differentiate max pool2d with indices backward.")
+    gx = kernels.max_pool2d_backward(output_grad._data, indices._data, tuple(x.shape)).x
+    return untracked_result(x, gx)
+
+
+def avg_pool2d_backward(
+    x: Tensor, grad: Tensor, kernel_size, stride, padding, count_include_pad, ceil_mode
+) -> Tensor:
+    """burn's `avg_pool2d_backward(x, grad, kernel_size, stride, padding, count_include_pad,
+    ceil_mode)`: flex's rule (harness.engine.kernels.pool.avg_pool2d_backward, which states
+    where it is not the derivative of the forward); AutodiffError on an autodiff device, as
+    burn panics ("Can't differentiate avg pool 2d backward.")."""
+    if x.is_autodiff():
+        raise AutodiffError("Can't differentiate avg pool 2d backward.")
+    gx = kernels.avg_pool2d_backward(
+        grad._data, tuple(x.shape), tuple(kernel_size), tuple(stride), tuple(padding),
+        bool(count_include_pad), bool(ceil_mode),
+    ).x  # fmt: skip
+    return untracked_result(x, gx)
 
 
 def avg_pool2d(x: Tensor, kernel_size, stride, padding, count_include_pad=True, ceil_mode=False):

@@ -2,7 +2,8 @@
 ops/module.rs, burn-flex ops/pool.rs, burn commit 2c06be351006851d42fdb6df16b976f4a82d9747):
 burn's own tests transcribed (crates/burn-backend-tests/tests/tensor/float/module/
 {maxpool1d,maxpool2d}.rs, names cited), the AdaptiveAvgPool3d module against torch forward
-and backward (float32 and float64), and the gradient routed through the returned indices."""
+and backward (float32 and float64), the gradient routed through the returned indices, and
+burn's `max_pool2d_with_indices_backward` / `avg_pool2d_backward` against ATen's."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from nn_support import DTYPES, TOL, assert_burn_approx, leaf, tensor
+from nn_support import AD, DTYPES, TOL, assert_burn_approx, leaf, tensor
 
 from harness.engine import module_ops
+from harness.engine.errors import AutodiffError
 from harness.engine.nn import AdaptiveAvgPool3dConfig
+
+PLAIN = AD.inner()
 
 
 def _exact_indices(indices, expected):
@@ -96,3 +100,50 @@ def test_adaptive_avg_pool3d_module_matches_torch(size, dtype):
 def test_adaptive_avg_pool3d_rank_error_names_the_module():
     with pytest.raises(Exception, match=r"^AdaptiveAvgPool3d: expected an input of rank 5"):
         AdaptiveAvgPool3dConfig((1, 1, 1)).init().forward(tensor(np.zeros((1, 2, 3, 3))))
+
+
+# ---- the backward functions of burn's tensor::module --------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_pool2d_with_indices_backward_matches_aten(dtype):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 3, 6, 5)).astype(dtype)
+    args = ((3, 2), (2, 1), (1, 0), (1, 2), False)
+    out, idx = module_ops.max_pool2d_with_indices(tensor(x, dtype, PLAIN), *args)
+    g = rng.standard_normal(out.shape).astype(dtype)
+    ours = module_ops.max_pool2d_with_indices_backward(
+        tensor(x, dtype, PLAIN), *args, tensor(g, dtype, PLAIN), idx
+    )
+    theirs = torch.ops.aten.max_pool2d_with_indices_backward(
+        torch.tensor(g), torch.tensor(x), *args, torch.tensor(idx.numpy())
+    )
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avg_pool2d_backward_matches_aten(count_include_pad, dtype):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 3, 6, 7)).astype(dtype)
+    g = rng.standard_normal((2, 3, 3, 4)).astype(dtype)  # kernel 3, stride 2, padding 1
+    ours = module_ops.avg_pool2d_backward(
+        tensor(x, dtype, PLAIN), tensor(g, dtype, PLAIN), (3, 3), (2, 2), (1, 1),
+        count_include_pad, False,
+    )  # fmt: skip
+    theirs = torch.ops.aten.avg_pool2d_backward(
+        torch.tensor(g), torch.tensor(x), [3, 3], [2, 2], [1, 1], False, count_include_pad, None
+    )
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), **TOL[dtype])
+
+
+def test_backward_functions_panic_on_an_autodiff_device_as_burn():
+    x = tensor(np.zeros((1, 1, 4, 4)), "float32")  # nn_support's default: the autodiff device
+    g = tensor(np.zeros((1, 1, 2, 2)), "float32")
+    with pytest.raises(AutodiffError, match=r"^Can't differentiate avg pool 2d backward\.$"):
+        module_ops.avg_pool2d_backward(x, g, (2, 2), (2, 2), (0, 0), True, False)
+    _, idx = module_ops.max_pool2d_with_indices(x, (2, 2), (2, 2), (0, 0), (1, 1))
+    with pytest.raises(AutodiffError, match=r"^Can't differentiate max pool2d with indices"):
+        module_ops.max_pool2d_with_indices_backward(
+            x, (2, 2), (2, 2), (0, 0), (1, 1), False, g, idx
+        )
