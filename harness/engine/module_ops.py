@@ -1,6 +1,7 @@
 """burn's `burn::tensor::module` functions (crates/burn-tensor/src/tensor/module.rs, burn commit
 2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`,
 `conv3d`, `conv_transpose1d/2d/3d` (with `ConvOptions` / `ConvTransposeOptions`),
+`conv2d_weight_backward`,
 `deform_conv2d` (with `DeformConvOptions`), `unfold4d` / `fold4d` (with `UnfoldOptions`),
 `max_pool1d/2d` (and `_with_indices`, `max_pool2d_with_indices_backward`), `avg_pool1d/2d`
 (and `avg_pool2d_backward`), `adaptive_avg_pool1d/2d/3d`,
@@ -51,6 +52,7 @@ __all__ = [
     "avg_pool2d_backward",
     "conv1d",
     "conv2d",
+    "conv2d_weight_backward",
     "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
@@ -153,6 +155,38 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvOptions)
         stride=tuple(options.stride), padding=tuple(options.padding),
         dilation=tuple(options.dilation), groups=options.groups,
     )  # fmt: skip
+
+
+def conv2d_weight_backward(
+    x: Tensor, weight: Tensor, output_grad: Tensor, options: ConvOptions
+) -> Tensor:
+    """burn's `conv2d_weight_backward(x, weight, output_grad, options)`: the gradient of
+    `conv2d`'s weight, as burn-backend's default (ops/modules/conv.rs, which burn-autodiff
+    and burn-flex keep): a conv2d of the batch-swapped input with the batch-swapped gradient
+    (stride and dilation exchanged), swapped back and sliced to the kernel, per group with
+    groups > 1. A composite, so it is differentiable. burn writes each group's block into a
+    zero gradient with `slice_assign`; here the blocks are `cat` along dim 0 (the same values
+    and gradients)."""
+    stride, padding, dilation = (
+        tuple(options.stride),
+        tuple(options.padding),
+        tuple(options.dilation),
+    )
+    swapped = ConvOptions(dilation, padding, stride, 1)
+    x_s, g_s = x.swap_dims(0, 1), output_grad.swap_dims(0, 1)
+    c_out, per_group, kh, kw = weight.shape
+    per_group_out = c_out // options.groups
+    blocks = []
+    for g in range(options.groups):
+        xg = x_s.slice([(g * per_group, (g + 1) * per_group)]) if options.groups > 1 else x_s
+        gg = (
+            g_s.slice([(g * per_group_out, (g + 1) * per_group_out)]) if options.groups > 1 else g_s
+        )
+        block = conv2d(xg, gg, None, swapped).swap_dims(0, 1)
+        if block.shape[2:] != (kh, kw):
+            block = block.slice([None, None, (0, kh), (0, kw)])
+        blocks.append(block)
+    return blocks[0] if len(blocks) == 1 else Tensor.cat(blocks, 0)
 
 
 def conv_transpose1d(

@@ -2,7 +2,8 @@
 conv_transpose1d,conv_transpose3d}.rs, burn commit 2c06be351006851d42fdb6df16b976f4a82d9747):
 burn's defaults and param shapes, torch's weights imported through burn's PyTorch adapter
 (the same layout, loaded as stored), then forward and every gradient against torch.nn in
-float32 and float64; PaddingConfig3d as burn's padding.rs tests."""
+float32 and float64; PaddingConfig3d as burn's padding.rs tests; burn's
+`conv2d_weight_backward` against torch.nn.grad.conv2d_weight and finite differences."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import numpy as np
 import pytest
 import torch
 from nn_support import AD, DTYPES, TOL, grads_by_path, import_torch, leaf, tensor
+from test_kernels_support import finite_difference
 
+from harness.engine import module_ops
 from harness.engine.nn import (
     Conv3dConfig,
     ConvTranspose1dConfig,
@@ -114,3 +117,53 @@ def test_input_rank_errors_name_the_module():
         Conv3dConfig((2, 2), (1, 1, 1)).init(AD).forward(tensor(np.zeros((1, 2, 3, 3))))
     with pytest.raises(Exception, match=r"^ConvTranspose1d: .*expects an input \[batch_size, 2"):
         ConvTranspose1dConfig((2, 2), 1).init(AD).forward(tensor(np.zeros((1, 3, 4))))
+
+
+# ---- conv2d_weight_backward (burn-backend ops/modules/conv.rs) -----------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    "groups,stride,padding,dilation,shape",
+    # the third: a stride that leaves input rows unread, so burn slices the result to the kernel
+    [(1, (2, 1), (1, 0), (1, 2), (2, 3, 7, 6)), (2, (1, 2), (0, 1), (2, 1), (2, 4, 7, 8)),
+     (1, (3, 3), (0, 0), (1, 1), (1, 2, 10, 10))],
+)  # fmt: skip
+def test_conv2d_weight_backward_matches_torch(groups, stride, padding, dilation, shape, dtype):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal((6, shape[1] // groups, 3, 2)).astype(dtype)
+    out = torch.nn.functional.conv2d(
+        torch.tensor(x), torch.tensor(w), None, stride, padding, dilation, groups
+    )
+    g = rng.standard_normal(tuple(out.shape)).astype(dtype)
+    theirs = torch.nn.grad.conv2d_weight(
+        torch.tensor(x), w.shape, torch.tensor(g), stride, padding, dilation, groups
+    )
+    options = module_ops.ConvOptions(stride, padding, dilation, groups)
+    plain = AD.inner()
+    ours = module_ops.conv2d_weight_backward(
+        tensor(x, dtype, plain), tensor(w, dtype, plain), tensor(g, dtype, plain), options
+    )
+    tol = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": TOL["float64"]}[dtype]
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), **tol)
+
+
+def test_conv2d_weight_backward_is_differentiable():
+    """A composite of conv2d / swap_dims / slice: its gradient in x against float64 finite
+    differences of its own forward."""
+    rng = np.random.default_rng(12)
+    x, g = rng.standard_normal((2, 4, 5, 5)), rng.standard_normal((2, 6, 2, 2))
+    w = np.zeros((6, 2, 2, 3))
+    options = module_ops.ConvOptions((2, 2), (0, 0), (1, 1), 2)
+    cot = rng.standard_normal(w.shape)
+
+    def plain(xv):
+        t = lambda a: tensor(a, "float64", AD.inner())  # noqa: E731
+        return module_ops.conv2d_weight_backward(t(xv), t(w), t(g), options).numpy()
+
+    xe = leaf(x, "float64")
+    out = module_ops.conv2d_weight_backward(xe, tensor(w, "float64"), tensor(g, "float64"), options)
+    grads = (out * tensor(cot, "float64")).sum().backward()
+    (numeric,) = finite_difference(plain, [x.copy()], cot)
+    np.testing.assert_allclose(xe.grad(grads).numpy(), numeric, rtol=1e-7, atol=1e-8)
