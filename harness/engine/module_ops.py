@@ -1,13 +1,19 @@
 """burn's `burn::tensor::module` functions (crates/burn-tensor/src/tensor/module.rs, burn commit
 2c06be351006851d42fdb6df16b976f4a82d9747) on engine tensors: `linear`, `conv1d`, `conv2d`,
-`conv_transpose2d` (with `ConvOptions` / `ConvTransposeOptions`), `max_pool1d/2d`,
-`avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `embedding`, `interpolate` (with
-`InterpolateOptions` / `InterpolateMode`), and the constant `pad` of burn's `Tensor::pad`.
+`conv3d`, `conv_transpose1d/2d/3d` (with `ConvOptions` / `ConvTransposeOptions`),
+`conv2d_weight_backward`,
+`deform_conv2d` (with `DeformConvOptions`), `unfold4d` / `fold4d` (with `UnfoldOptions`),
+`max_pool1d/2d` (and `_with_indices`, `max_pool2d_with_indices_backward`), `avg_pool1d/2d`
+(and `avg_pool2d_backward`), `adaptive_avg_pool1d/2d/3d`,
+`embedding`, `interpolate` (with `InterpolateOptions` / `InterpolateMode`), and the constant
+`pad` of burn's `Tensor::pad`.
 
 Each op is one primitive registered in harness.engine.ops (linalg.py, conv.py, pool.py:
 forward, rule and op-matrix facts), the convolutions and pools over the NumPy kernels of
 harness.engine.kernels (whose docstrings list the op-level differences from PyTorch); `pad`
-is a composite (`cat` with constant blocks), as burn's `pad` builds it from tensor ops.
+is a composite (`cat` with constant blocks), as burn's `pad` builds it from tensor ops;
+`unfold4d` and `fold4d` are the composites of burn-backend's default `ModuleOps` (neither
+burn-autodiff nor burn-flex overrides them), so their gradients are those of the ops they call.
 """
 
 from __future__ import annotations
@@ -16,8 +22,17 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from harness.engine import kernels
 from harness.engine.autodiff import NONE
-from harness.engine.methods import ternary_result, unary_result, variadic_result
+from harness.engine.errors import AutodiffError, ShapeError
+from harness.engine.methods import (
+    ternary_result,
+    unary_result,
+    untracked_result,
+    variadic_result,
+)
 from harness.engine.ops import conv, linalg, pool
 from harness.engine.ops import interpolate as interpolate_ops
 from harness.engine.tensor import Tensor
@@ -25,21 +40,35 @@ from harness.engine.tensor import Tensor
 __all__ = [
     "ConvOptions",
     "ConvTransposeOptions",
+    "DeformConvOptions",
     "InterpolateMode",
     "InterpolateOptions",
+    "UnfoldOptions",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool2d_backward",
     "conv1d",
     "conv2d",
+    "conv2d_weight_backward",
+    "conv3d",
+    "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
+    "deform_conv2d",
     "embedding",
+    "fold4d",
     "interpolate",
     "linear",
     "max_pool1d",
+    "max_pool1d_with_indices",
     "max_pool2d",
+    "max_pool2d_with_indices",
+    "max_pool2d_with_indices_backward",
     "pad",
+    "unfold4d",
 ]
 
 
@@ -118,16 +147,199 @@ def _conv_with(op, x: Tensor, weight: Tensor, bias: Tensor | None, options: Conv
     )  # fmt: skip
 
 
+def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvOptions) -> Tensor:
+    """x `[batch, in, d, h, w]`, weight `[out, in / groups, kd, kh, kw]` -> `[batch, out, d',
+    h', w']` (no kept columns: the N-d kernel gathers windows as strided views)."""
+    return _conv(
+        conv.CONV3D, x, weight, bias,
+        stride=tuple(options.stride), padding=tuple(options.padding),
+        dilation=tuple(options.dilation), groups=options.groups,
+    )  # fmt: skip
+
+
+def conv2d_weight_backward(
+    x: Tensor, weight: Tensor, output_grad: Tensor, options: ConvOptions
+) -> Tensor:
+    """burn's `conv2d_weight_backward(x, weight, output_grad, options)`: the gradient of
+    `conv2d`'s weight, as burn-backend's default (ops/modules/conv.rs, which burn-autodiff
+    and burn-flex keep): a conv2d of the batch-swapped input with the batch-swapped gradient
+    (stride and dilation exchanged), swapped back and sliced to the kernel, per group with
+    groups > 1. A composite, so it is differentiable. burn writes each group's block into a
+    zero gradient with `slice_assign`; here the blocks are `cat` along dim 0 (the same values
+    and gradients)."""
+    stride, padding, dilation = (
+        tuple(options.stride),
+        tuple(options.padding),
+        tuple(options.dilation),
+    )
+    swapped = ConvOptions(dilation, padding, stride, 1)
+    x_s, g_s = x.swap_dims(0, 1), output_grad.swap_dims(0, 1)
+    c_out, per_group, kh, kw = weight.shape
+    per_group_out = c_out // options.groups
+    blocks = []
+    for g in range(options.groups):
+        xg = x_s.slice([(g * per_group, (g + 1) * per_group)]) if options.groups > 1 else x_s
+        gg = (
+            g_s.slice([(g * per_group_out, (g + 1) * per_group_out)]) if options.groups > 1 else g_s
+        )
+        block = conv2d(xg, gg, None, swapped).swap_dims(0, 1)
+        if block.shape[2:] != (kh, kw):
+            block = block.slice([None, None, (0, kh), (0, kw)])
+        blocks.append(block)
+    return blocks[0] if len(blocks) == 1 else Tensor.cat(blocks, 0)
+
+
+def conv_transpose1d(
+    x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvTransposeOptions
+) -> Tensor:
+    """x `[batch, in, l]`, weight `[in, out / groups, k]` -> `[batch, out, l']`."""
+    return _conv_transpose_with(conv.CONV_TRANSPOSE1D, x, weight, bias, options)
+
+
 def conv_transpose2d(
     x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvTransposeOptions
 ) -> Tensor:
     """x `[batch, in, h, w]`, weight `[in, out / groups, kh, kw]` -> `[batch, out, h', w']`."""
+    return _conv_transpose_with(conv.CONV_TRANSPOSE2D, x, weight, bias, options)
+
+
+def conv_transpose3d(
+    x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvTransposeOptions
+) -> Tensor:
+    """x `[batch, in, d, h, w]`, weight `[in, out / groups, kd, kh, kw]` -> `[batch, out, d',
+    h', w']`."""
+    return _conv_transpose_with(conv.CONV_TRANSPOSE3D, x, weight, bias, options)
+
+
+def _conv_transpose_with(op, x, weight, bias, options: ConvTransposeOptions) -> Tensor:
     return _conv(
-        conv.CONV_TRANSPOSE2D, x, weight, bias,
+        op, x, weight, bias,
         stride=tuple(options.stride), padding=tuple(options.padding),
         padding_out=tuple(options.padding_out), dilation=tuple(options.dilation),
         groups=options.groups,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DeformConvOptions:
+    """burn's `DeformConvOptions::new(stride, padding, dilation, weight_groups,
+    offset_groups)`."""
+
+    stride: Sequence[int]
+    padding: Sequence[int]
+    dilation: Sequence[int]
+    weight_groups: int = 1
+    offset_groups: int = 1
+
+
+def deform_conv2d(
+    x: Tensor,
+    offset: Tensor,
+    weight: Tensor,
+    mask: Tensor | None,
+    bias: Tensor | None,
+    options: DeformConvOptions,
+) -> Tensor:
+    """burn's `deform_conv2d(x, offset, weight, mask, bias, options)`: x `[batch, in, h, w]`,
+    offset `[batch, offset_groups * kh * kw * 2, h', w']`, weight `[out, in / weight_groups,
+    kh, kw]`, mask `[batch, offset_groups * kh * kw, h', w']` -> `[batch, out, h', w']`
+    (harness.engine.kernels.deform_conv states the sampling and its rule)."""
+    tensors = tuple(t for t in (x, offset, weight, mask, bias) if t is not None)
+    op = conv.DEFORM_CONV2D
+    out, saved = op.forward(
+        *(t._data for t in tensors),
+        stride=tuple(options.stride), padding=tuple(options.padding),
+        dilation=tuple(options.dilation), weight_groups=options.weight_groups,
+        offset_groups=options.offset_groups, has_mask=mask is not None,
+        has_bias=bias is not None,
+    )  # fmt: skip
+    return variadic_result(tensors, op, out, saved)
+
+
+@dataclass(frozen=True)
+class UnfoldOptions:
+    """burn's `UnfoldOptions::new(stride, padding, dilation)` (two entries each)."""
+
+    stride: Sequence[int]
+    padding: Sequence[int]
+    dilation: Sequence[int]
+
+
+def _unfolding_weight(channels: int, kernel_size, like: Tensor) -> Tensor:
+    """burn's `create_unfolding_weight` (burn-backend ops/modules/unfold.rs): `[channels * kh
+    * kw, channels, kh, kw]`, 1 where output channel `(c * kh + i) * kw + j` reads input
+    channel c at tap (i, j), 0 elsewhere; untracked, in the input's dtype."""
+    kh, kw = kernel_size
+    weight = np.zeros((channels * kh * kw, channels, kh, kw), dtype=like.dtype.name)
+    c, i, j = np.meshgrid(np.arange(channels), np.arange(kh), np.arange(kw), indexing="ij")
+    weight[((c * kh + i) * kw + j).ravel(), c.ravel(), i.ravel(), j.ravel()] = 1.0
+    return Tensor.from_numpy(weight, like.device)
+
+
+def unfold4d(x: Tensor, kernel_size, options: UnfoldOptions) -> Tensor:
+    """burn's `unfold4d(x, kernel_size, options)`: x `[batch, channels, h, w]` -> `[batch,
+    channels * kh * kw, blocks]`, PyTorch's `F.unfold` layout (burn-backend's default
+    `ModuleOps::unfold4d`, which burn-autodiff and burn-flex keep).
+
+    Without padding and dilation, two `unfold`s, a `permute` and a `reshape` (exact copies).
+    Otherwise burn's `unfold4d_using_conv2d`: a conv2d with a one-hot weight. PyTorch
+    difference there: each output sums every element of its window times 0 or 1, so an inf
+    or NaN in a window makes NaN of every other column entry of that window (`0 * inf`),
+    where torch's `F.unfold` copies (float values agree exactly: `x * 1 + 0 * y` is exact)."""
+    kernel_size = tuple(int(k) for k in kernel_size)
+    stride, padding, dilation = (tuple(options.stride), tuple(options.padding),
+                                 tuple(options.dilation))  # fmt: skip
+    if x.ndim != 4:
+        raise ShapeError(
+            f"unfold4d: expected an input of rank 4 [batch, channels, height, width], got "
+            f"shape [{', '.join(map(str, x.shape))}]"
+        )
+    if padding == (0, 0) and dilation == (1, 1):
+        blocks = x.unfold(2, kernel_size[0], stride[0]).unfold(3, kernel_size[1], stride[1])
+        blocks = blocks.permute([0, 1, 4, 5, 2, 3])  # batch, channels, kh, kw, h_blocks, w_blocks
+        b, c, kh, kw, hb, wb = blocks.shape
+        return blocks.reshape([b, c * kh * kw, hb * wb])
+    weight = _unfolding_weight(x.shape[1], kernel_size, x)
+    out = conv2d(x, weight, None, ConvOptions(stride, padding, dilation, 1))
+    b, c_out, oh, ow = out.shape
+    return out.reshape([b, c_out, oh * ow])
+
+
+def fold4d(x: Tensor, output_size, kernel_size, options: UnfoldOptions) -> Tensor:
+    """burn's `fold4d(x, output_size, kernel_size, options)`: columns `[batch, channels * kh *
+    kw, blocks]` -> `[batch, channels, out_h, out_w]`, overlapping blocks summed (PyTorch's
+    `F.fold`). burn-backend's default: a `conv_transpose2d` with `unfold4d`'s one-hot weight
+    and `padding_out` recovering the exact size; burn's asserts as ShapeError with its text.
+    PyTorch difference: as `unfold4d`'s conv path, an inf or NaN column entry makes NaN of
+    every output its channel's transposed conv reaches (`0 * inf`)."""
+    (oh, ow), (kh, kw) = (tuple(int(n) for n in output_size),
+                          tuple(int(k) for k in kernel_size))  # fmt: skip
+    stride, padding, dilation = (tuple(options.stride), tuple(options.padding),
+                                 tuple(options.dilation))  # fmt: skip
+    if x.ndim != 3:
+        raise ShapeError(
+            f"fold4d: expected an input of rank 3 [batch, channels * kernel, blocks], got "
+            f"shape [{', '.join(map(str, x.shape))}]"
+        )
+    b, channels_col, blocks = x.shape
+    if channels_col % (kh * kw):
+        raise ShapeError(
+            f"fold4d: input channels ({channels_col}) must be divisible by the kernel size "
+            f"product ({kh * kw})"
+        )
+    spans = [n + 2 * p - d * (k - 1) - 1
+             for n, p, d, k in zip((oh, ow), padding, dilation, (kh, kw), strict=True)]  # fmt: skip
+    grid = [span // st + 1 for span, st in zip(spans, stride, strict=True)]
+    if blocks != grid[0] * grid[1]:
+        raise ShapeError(
+            f"fold4d: number of blocks ({blocks}) does not match the expected grid "
+            f"({grid[0]} x {grid[1]}) for the given output size and options"
+        )
+    weight = _unfolding_weight(channels_col // (kh * kw), (kh, kw), x)
+    padding_out = tuple(span % st for span, st in zip(spans, stride, strict=True))
+    columns = x.reshape([b, channels_col, grid[0], grid[1]])
+    options = ConvTransposeOptions(stride, padding, padding_out, dilation, 1)
+    return conv_transpose2d(columns, weight, None, options)
 
 
 def max_pool2d(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode=False) -> Tensor:
@@ -144,6 +356,60 @@ def max_pool1d(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode=Fals
         pool.MAX_POOL1D, x, kernel_size=int(kernel_size), stride=int(stride),
         padding=int(padding), dilation=int(dilation), ceil_mode=bool(ceil_mode),
     )  # fmt: skip
+
+
+def _with_indices(op, x: Tensor, **params) -> tuple[Tensor, Tensor]:
+    out, saved = op.forward(x._data, **params)
+    return unary_result(x, op, out, saved), untracked_result(x, saved.indices.astype(np.int64))
+
+
+def max_pool2d_with_indices(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode=False):
+    """burn's `max_pool2d_with_indices`: (output, int64 indices), each index the flat position
+    `h * width + w` of the element taken in its input plane (PyTorch's `return_indices`
+    layout). One graph node, the max pool's: burn-autodiff's `max_pool2d_with_indices`
+    routes the gradient through the same indices."""
+    return _with_indices(
+        pool.MAX_POOL2D, x, kernel_size=tuple(kernel_size), stride=tuple(stride),
+        padding=tuple(padding), dilation=tuple(dilation), ceil_mode=bool(ceil_mode),
+    )  # fmt: skip
+
+
+def max_pool1d_with_indices(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode=False):
+    """burn's `max_pool1d_with_indices`: (output, int64 positions along the length)."""
+    return _with_indices(
+        pool.MAX_POOL1D, x, kernel_size=int(kernel_size), stride=int(stride),
+        padding=int(padding), dilation=int(dilation), ceil_mode=bool(ceil_mode),
+    )  # fmt: skip
+
+
+def max_pool2d_with_indices_backward(
+    x: Tensor, kernel_size, stride, padding, dilation, ceil_mode, output_grad, indices
+) -> Tensor:
+    """burn's `max_pool2d_with_indices_backward(x, kernel_size, stride, padding, dilation,
+    ceil_mode, output_grad, indices)`: each output gradient added to the input element its
+    index names (flex's rule, the one `max_pool2d`'s node runs; the pool arguments are
+    burn's signature, the indices carry what they decide). On an autodiff device burn
+    panics (burn-autodiff ops/module.rs): AutodiffError with its text."""
+    if x.is_autodiff():
+        raise AutodiffError("Can't differentiate max pool2d with indices backward.")
+    gx = kernels.max_pool2d_backward(output_grad._data, indices._data, tuple(x.shape)).x
+    return untracked_result(x, gx)
+
+
+def avg_pool2d_backward(
+    x: Tensor, grad: Tensor, kernel_size, stride, padding, count_include_pad, ceil_mode
+) -> Tensor:
+    """burn's `avg_pool2d_backward(x, grad, kernel_size, stride, padding, count_include_pad,
+    ceil_mode)`: flex's rule (harness.engine.kernels.pool.avg_pool2d_backward, which states
+    where it is not the derivative of the forward); AutodiffError on an autodiff device, as
+    burn panics ("Can't differentiate avg pool 2d backward.")."""
+    if x.is_autodiff():
+        raise AutodiffError("Can't differentiate avg pool 2d backward.")
+    gx = kernels.avg_pool2d_backward(
+        grad._data, tuple(x.shape), tuple(kernel_size), tuple(stride), tuple(padding),
+        bool(count_include_pad), bool(ceil_mode),
+    ).x  # fmt: skip
+    return untracked_result(x, gx)
 
 
 def avg_pool2d(x: Tensor, kernel_size, stride, padding, count_include_pad=True, ceil_mode=False):
@@ -166,6 +432,10 @@ def avg_pool1d(x: Tensor, kernel_size, stride, padding, count_include_pad=True, 
 
 def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
     return _unary(pool.ADAPTIVE_AVG_POOL2D, x, output_size=tuple(output_size))
+
+
+def adaptive_avg_pool3d(x: Tensor, output_size) -> Tensor:
+    return _unary(pool.ADAPTIVE_AVG_POOL3D, x, output_size=tuple(output_size))
 
 
 def adaptive_avg_pool1d(x: Tensor, output_size: int) -> Tensor:

@@ -21,6 +21,7 @@ import torch
 from harness.diff import TensorDiff, diff_arrays
 from harness.engine import AutodiffError, Device, Tensor
 from harness.engine.ops.facts import Rounding
+from harness.ops import torch_reference
 from harness.ops.opinion import Opinion, third_opinion
 from harness.ops.registry import (
     BOOL,
@@ -54,7 +55,7 @@ class Compiled:
     layout: Callable[[Any], Any]
 
 
-_NAMESPACE = {"torch": torch, **ENGINE_NAMESPACE}
+_NAMESPACE = {"torch": torch, "torch_reference": torch_reference, **ENGINE_NAMESPACE}
 _COMPILED: dict[tuple[str, str], Compiled] = {}
 
 

@@ -15,6 +15,8 @@ from .adaptive_pool import (
     adaptive_avg_pool1d_backward,
     adaptive_avg_pool2d,
     adaptive_avg_pool2d_backward,
+    adaptive_avg_pool3d,
+    adaptive_avg_pool3d_backward,
     adaptive_bins,
 )
 from .conv import (
@@ -29,6 +31,13 @@ from .conv import (
     conv_transpose2d,
     conv_transpose2d_backward,
 )
+from .conv_nd import (
+    conv_nd,
+    conv_nd_backward,
+    conv_transpose_nd,
+    conv_transpose_nd_backward,
+)
+from .deform_conv import DeformGrads, deform_conv2d, deform_conv2d_backward
 from .embedding import EmbeddingGrads, embedding, embedding_backward
 from .interpolate import INTERPOLATE_MODES, interpolate, interpolate_backward
 from .pool import (
@@ -48,6 +57,7 @@ __all__ = [
     "INTERPOLATE_MODES",
     "ConvForward",
     "ConvGrads",
+    "DeformGrads",
     "EmbeddingGrads",
     "MaxPoolOutput",
     "PoolGrads",
@@ -55,6 +65,8 @@ __all__ = [
     "adaptive_avg_pool1d_backward",
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
+    "adaptive_avg_pool3d",
+    "adaptive_avg_pool3d_backward",
     "adaptive_bins",
     "avg_pool1d",
     "avg_pool1d_backward",
@@ -66,8 +78,14 @@ __all__ = [
     "conv2d",
     "conv2d_backward",
     "conv2d_forward",
+    "conv_nd",
+    "conv_nd_backward",
     "conv_transpose2d",
     "conv_transpose2d_backward",
+    "conv_transpose_nd",
+    "conv_transpose_nd_backward",
+    "deform_conv2d",
+    "deform_conv2d_backward",
     "embedding",
     "embedding_backward",
     "interpolate",

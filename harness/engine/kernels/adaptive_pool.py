@@ -1,4 +1,4 @@
-"""Adaptive average pools, 1-D and 2-D, with their VJPs.
+"""Adaptive average pools, 1-D, 2-D and 3-D, with their VJPs.
 
 burn reference (commit 2c06be351006851d42fdb6df16b976f4a82d9747): burn-flex/src/ops/pool.rs
 `adaptive_avg_pool3d_impl` and `adaptive_avg_pool3d_backward_impl` (2-D and 1-D pools run as
@@ -63,6 +63,54 @@ def adaptive_avg_pool2d_backward(grad, x_shape) -> PoolGrads:
     return PoolGrads(x=_adaptive_backward(grad, x_shape))
 
 
+def adaptive_avg_pool3d(x, output_size) -> np.ndarray:
+    """burn `module::adaptive_avg_pool3d(x, output_size)`: x `[N, C, D, H, W]` ->
+    `[N, C, out_d, out_h, out_w]`, each bin's mean (flex `adaptive_avg_pool3d_impl`; bins as
+    `adaptive_avg_pool1d`, per dim; the sums run along W, then H, then D)."""
+    op = "adaptive_avg_pool3d"
+    check_float(op, x)
+    check_rank(op, "an input", x, "[batch, channels, depth, height, width]")
+    out = ints(op, "output_size", output_size, 3, minimum=1)
+    if min(x.shape[2:]) < 1:
+        raise ShapeError(f"{op}: expected a non-empty input, got shape {fmt(x.shape)}")
+    sums = x
+    divisor = np.ones((1, 1, 1), dtype=np.int64)
+    for axis, size_out in ((4, out[2]), (3, out[1]), (2, out[0])):
+        start, end = adaptive_bins(x.shape[axis], size_out)
+        sums = _segment_sums(sums, axis, start, end)
+        divisor = divisor * (end - start).reshape([-1 if a == axis else 1 for a in (2, 3, 4)])
+    return sums / divisor.astype(x.dtype)
+
+
+def adaptive_avg_pool3d_backward(grad, x_shape) -> PoolGrads:
+    """The VJP of `adaptive_avg_pool3d` (flex `adaptive_avg_pool3d_backward_impl`): each
+    output gradient divided by its bin's size and added to every element of the bin."""
+    op = "adaptive_avg_pool3d"
+    x_shape = tuple(int(n) for n in x_shape)
+    check_float(op, grad)
+    if grad.ndim != 5 or len(x_shape) != 5 or grad.shape[:2] != x_shape[:2]:
+        raise ShapeError(
+            f"{op}: an output gradient {fmt(grad.shape)} does not match the input {fmt(x_shape)}"
+        )
+    bins = {axis: adaptive_bins(x_shape[axis], grad.shape[axis]) for axis in (2, 3, 4)}
+    divisor = np.ones((1, 1, 1), dtype=np.int64)
+    for axis, (start, end) in bins.items():
+        divisor = divisor * (end - start).reshape([-1 if a == axis else 1 for a in (2, 3, 4)])
+    share = grad / divisor.astype(grad.dtype)
+    for axis in (4, 3, 2):
+        share = _spread(share, axis, *bins[axis], x_shape[axis])
+    return PoolGrads(x=np.ascontiguousarray(share))
+
+
+def _spread(share: np.ndarray, axis: int, start, end, size_in: int) -> np.ndarray:
+    """Along `axis`, each input element's sum of the shares of the bins that contain it
+    (input element e is in the contiguous run of bins with start <= e < end)."""
+    e = np.arange(size_in)
+    first = np.searchsorted(end, e, side="right")
+    last = np.searchsorted(start, e, side="right")
+    return _segment_sums(share, axis, first, last)
+
+
 def adaptive_bins(size_in: int, size_out: int) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of the `size_out` bins over `size_in` elements (flex's formula)."""
     o = np.arange(size_out)
@@ -85,12 +133,7 @@ def _adaptive_backward(grad: np.ndarray, x_shape) -> np.ndarray:
     counts = [end - start for start, end in bins]
     share = grad / (counts[0][:, None] * counts[1][None, :]).astype(grad.dtype)
     for axis, (start, end) in ((3, bins[1]), (2, bins[0])):
-        # Input element e is in the contiguous run of bins [first(e), last(e)): those with
-        # start <= e < end. Its gradient along this axis sums their shares.
-        e = np.arange(x_shape[axis])
-        first = np.searchsorted(end, e, side="right")
-        last = np.searchsorted(start, e, side="right")
-        share = _segment_sums(share, axis, first, last)
+        share = _spread(share, axis, start, end, x_shape[axis])
     return np.ascontiguousarray(share)
 
 

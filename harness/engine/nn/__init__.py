@@ -6,7 +6,8 @@ modules/):
   encoder and decoder (with its autoregressive cache), positional and rotary encodings,
   LSTM / BiLSTM / GRU / BiGRU / RNN / BiRNN;
 - vision: convolutions, pooling, normalisation (with local response norm), embeddings,
-  activation modules (with SwiGLU), padding configs, pixel (un)shuffle, interpolation;
+  activation modules (with SwiGLU), padding configs, pixel (un)shuffle, interpolation,
+  unfold / fold;
 - the distance modules (cosine similarity, pairwise distance) and Gaussian noise;
 - the initializers both use (burn's `Initializer` variants).
 
@@ -17,19 +18,37 @@ the package registers the sequence modules' PyTorch importer rules (`store_rules
 from . import store_rules
 from .activation import Activation, ActivationConfig, gelu_approximate
 from .activation_modules import (
+    Celu,
+    CeluConfig,
+    Elu,
+    EluConfig,
     Gelu,
+    HardShrink,
+    HardShrinkConfig,
     HardSigmoid,
     HardSigmoidConfig,
+    Hardtanh,
+    HardtanhConfig,
     LeakyRelu,
     LeakyReluConfig,
     PRelu,
     PReluConfig,
+    RRelu,
+    RReluConfig,
+    Shrink,
+    ShrinkConfig,
     Sigmoid,
     SiLU,
     Softplus,
     SoftplusConfig,
+    SoftShrink,
+    SoftShrinkConfig,
     Swish,
     Tanh,
+    Threshold,
+    ThresholdConfig,
+    ThresholdedRelu,
+    ThresholdedReluConfig,
 )
 from .attention import (
     MhaCache,
@@ -40,7 +59,22 @@ from .attention import (
     quiet_softmax,
 )
 from .cache import TensorCache
-from .conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig
+from .conv import (
+    Conv1d,
+    Conv1dConfig,
+    Conv2d,
+    Conv2dConfig,
+    Conv3d,
+    Conv3dConfig,
+    ConvTranspose1d,
+    ConvTranspose1dConfig,
+    ConvTranspose2d,
+    ConvTranspose2dConfig,
+    ConvTranspose3d,
+    ConvTranspose3dConfig,
+    DeformConv2d,
+    DeformConv2dConfig,
+)
 from .cross_attention import CrossAttention, CrossAttentionCache, CrossAttentionConfig
 from .decoder import (
     TransformerDecoder,
@@ -57,6 +91,7 @@ from .distance import (
     PairwiseDistanceConfig,
 )
 from .embedding import Embedding, EmbeddingConfig
+from .fold import Fold4d, Fold4dConfig, Unfold4d, Unfold4dConfig
 from .initializer import KAIMING_UNIFORM, XAVIER_NORMAL, Initializer
 from .interpolate import (
     Interpolate1d,
@@ -79,7 +114,7 @@ from .norm import (
     RmsNormConfig,
     RunningState,
 )
-from .padding import PaddingConfig1d, PaddingConfig2d
+from .padding import PaddingConfig1d, PaddingConfig2d, PaddingConfig3d
 from .pixel_shuffle import (
     PixelShuffle,
     PixelShuffleConfig,
@@ -91,6 +126,8 @@ from .pool import (
     AdaptiveAvgPool1dConfig,
     AdaptiveAvgPool2d,
     AdaptiveAvgPool2dConfig,
+    AdaptiveAvgPool3d,
+    AdaptiveAvgPool3dConfig,
     AvgPool1d,
     AvgPool1dConfig,
     AvgPool2d,
@@ -143,6 +180,8 @@ __all__ = [
     "AdaptiveAvgPool1dConfig",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool2dConfig",
+    "AdaptiveAvgPool3d",
+    "AdaptiveAvgPool3dConfig",
     "AvgPool1d",
     "AvgPool1dConfig",
     "AvgPool2d",
@@ -155,19 +194,33 @@ __all__ = [
     "BiLstmConfig",
     "BiRnn",
     "BiRnnConfig",
+    "Celu",
+    "CeluConfig",
     "Conv1d",
     "Conv1dConfig",
     "Conv2d",
     "Conv2dConfig",
+    "Conv3d",
+    "Conv3dConfig",
+    "ConvTranspose1d",
+    "ConvTranspose1dConfig",
     "ConvTranspose2d",
     "ConvTranspose2dConfig",
+    "ConvTranspose3d",
+    "ConvTranspose3dConfig",
     "CosineSimilarity",
     "CosineSimilarityConfig",
     "CrossAttention",
     "CrossAttentionCache",
     "CrossAttentionConfig",
+    "DeformConv2d",
+    "DeformConv2dConfig",
+    "Elu",
+    "EluConfig",
     "Embedding",
     "EmbeddingConfig",
+    "Fold4d",
+    "Fold4dConfig",
     "GateController",
     "GaussianNoise",
     "GaussianNoiseConfig",
@@ -177,8 +230,12 @@ __all__ = [
     "GroupNormConfig",
     "Gru",
     "GruConfig",
+    "HardShrink",
+    "HardShrinkConfig",
     "HardSigmoid",
     "HardSigmoidConfig",
+    "Hardtanh",
+    "HardtanhConfig",
     "Initializer",
     "InstanceNorm",
     "InstanceNormConfig",
@@ -207,6 +264,7 @@ __all__ = [
     "PReluConfig",
     "PaddingConfig1d",
     "PaddingConfig2d",
+    "PaddingConfig3d",
     "PairwiseDistance",
     "PairwiseDistanceConfig",
     "PixelShuffle",
@@ -217,6 +275,8 @@ __all__ = [
     "PositionWiseFeedForwardConfig",
     "PositionalEncoding",
     "PositionalEncodingConfig",
+    "RRelu",
+    "RReluConfig",
     "RmsNorm",
     "RmsNormConfig",
     "Rnn",
@@ -225,8 +285,12 @@ __all__ = [
     "RotaryEncoding",
     "RotaryEncodingConfig",
     "RunningState",
+    "Shrink",
+    "ShrinkConfig",
     "SiLU",
     "Sigmoid",
+    "SoftShrink",
+    "SoftShrinkConfig",
     "Softplus",
     "SoftplusConfig",
     "SwiGlu",
@@ -234,6 +298,10 @@ __all__ = [
     "Swish",
     "Tanh",
     "TensorCache",
+    "Threshold",
+    "ThresholdConfig",
+    "ThresholdedRelu",
+    "ThresholdedReluConfig",
     "TransformerDecoder",
     "TransformerDecoderAutoregressiveCache",
     "TransformerDecoderConfig",
@@ -244,6 +312,8 @@ __all__ = [
     "TransformerEncoderConfig",
     "TransformerEncoderInput",
     "TransformerEncoderLayer",
+    "Unfold4d",
+    "Unfold4dConfig",
     "gelu_approximate",
     "generate_autoregressive_mask",
     "generate_padding_mask",

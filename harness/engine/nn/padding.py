@@ -1,6 +1,7 @@
-"""burn's `PaddingConfig1d` / `PaddingConfig2d` (crates/burn-nn/src/padding.rs, burn commit
-2c06be351006851d42fdb6df16b976f4a82d9747): `Valid`, `Same`, `Explicit(...)`, spelled as burn's
-enum, `PaddingConfig2d.Same`, `PaddingConfig2d.Explicit(1, 1, 1, 1)`.
+"""burn's `PaddingConfig1d` / `PaddingConfig2d` / `PaddingConfig3d` (crates/burn-nn/src/
+padding.rs, burn commit 2c06be351006851d42fdb6df16b976f4a82d9747): `Valid`, `Same`,
+`Explicit(...)`, spelled as burn's enum, `PaddingConfig2d.Same`,
+`PaddingConfig2d.Explicit(1, 1, 1, 1)`.
 
 `Same` follows burn's `calculate_same_padding(kernel_size, stride, size_in)`: the output has
 `ceil(size_in / stride)` positions, the total padding `(out - 1) * stride + kernel - size_in`
@@ -15,13 +16,16 @@ Differences from PyTorch (`padding="same"`):
 - Even kernels: both put the extra zero at the end (bottom / right), so they agree there.
 - `Explicit(top, left, bottom, right)` is burn's field order (PyTorch's `F.pad` takes
   `(left, right, top, bottom)`); PyTorch's `Conv2d(padding=(h, w))` is symmetric only.
+- `PaddingConfig3d.Explicit(depth, height, width)` is symmetric (burn's); its `Same` panics
+  on an asymmetric split (burn: "Asymmetric 3D 'Same' padding is not supported"), and
+  `Conv3dConfig.init` refuses `Same` with an even kernel (`check_same_padding_support`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PaddingConfig1d", "PaddingConfig2d", "same_padding"]
+__all__ = ["PaddingConfig1d", "PaddingConfig2d", "PaddingConfig3d", "same_padding"]
 
 
 def same_padding(kernel_size: int, stride: int, size_in: int) -> tuple[int, int]:
@@ -99,3 +103,39 @@ class PaddingConfig2d:
     def Explicit(top: int, left: int, bottom: int, right: int) -> _Padding2d:
         values = _count("PaddingConfig2d.Explicit", (top, left, bottom, right), 4)
         return _Padding2d("Explicit", values)
+
+
+@dataclass(frozen=True)
+class _Padding3d:
+    kind: str
+    pads: tuple[int, int, int] = (0, 0, 0)  # depth, height, width: each on both sides
+
+    def padding_3d(self, spatial, kernel_size, stride) -> tuple[int, int, int]:
+        """burn's `calculate_padding_3d`: one symmetric padding per spatial dim."""
+        if self.kind != "Same":
+            return self.pads
+        pairs = [
+            same_padding(k, s, n) for n, k, s in zip(spatial, kernel_size, stride, strict=True)
+        ]
+        if any(a != b for a, b in pairs):
+            raise ValueError(
+                "PaddingConfig3d: Asymmetric 3D 'Same' padding is not supported. "
+                "Use odd kernel sizes for symmetric padding."
+            )
+        return tuple(a for a, _ in pairs)
+
+    def __repr__(self) -> str:
+        if self.kind == "Explicit":
+            return f"PaddingConfig3d.Explicit{self.pads}"
+        return f"PaddingConfig3d.{self.kind}"
+
+
+class PaddingConfig3d:
+    """burn's `PaddingConfig3d`: `Valid`, `Same`, `Explicit(depth, height, width)`."""
+
+    Valid = _Padding3d("Valid")
+    Same = _Padding3d("Same")
+
+    @staticmethod
+    def Explicit(depth: int, height: int, width: int) -> _Padding3d:
+        return _Padding3d("Explicit", _count("PaddingConfig3d.Explicit", (depth, height, width), 3))

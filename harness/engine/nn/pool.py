@@ -1,4 +1,4 @@
-"""Pooling modules: `MaxPool1d/2d`, `AvgPool1d/2d`, `AdaptiveAvgPool1d/2d` and their configs, as
+"""Pooling modules: `MaxPool1d/2d`, `AvgPool1d/2d`, `AdaptiveAvgPool1d/2d/3d` and their configs, as
 burn-nn's crates/burn-nn/src/modules/pool/*.rs (burn commit
 2c06be351006851d42fdb6df16b976f4a82d9747).
 
@@ -31,6 +31,8 @@ __all__ = [
     "AdaptiveAvgPool1dConfig",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool2dConfig",
+    "AdaptiveAvgPool3d",
+    "AdaptiveAvgPool3dConfig",
     "AvgPool1d",
     "AvgPool1dConfig",
     "AvgPool2d",
@@ -217,3 +219,22 @@ class AdaptiveAvgPool1d(Module):
     def forward(self, x: Tensor) -> Tensor:
         _check_input("AdaptiveAvgPool1d", x, 3, _LAYOUT_1D)
         return module_ops.adaptive_avg_pool1d(x, self.output_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptiveAvgPool3dConfig(Config):
+    """burn's `AdaptiveAvgPool3dConfig::new(output_size)`."""
+
+    output_size: tuple[int, int, int]
+
+    def init(self, device=None) -> AdaptiveAvgPool3d:
+        return AdaptiveAvgPool3d(self.output_size)
+
+
+class AdaptiveAvgPool3d(Module):
+    def __init__(self, output_size) -> None:
+        self.output_size = tuple(output_size)
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_input("AdaptiveAvgPool3d", x, 5, "[batch_size, channels, depth, height, width]")
+        return module_ops.adaptive_avg_pool3d(x, self.output_size)

@@ -46,4 +46,5 @@ def composite_checks() -> tuple[Check, ...]:
         + ordering.COMPOSITE_CHECKS
         + selection.COMPOSITE_CHECKS
         + activation_checks.COMPOSITE_CHECKS
+        + conv.COMPOSITE_CHECKS
     )

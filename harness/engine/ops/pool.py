@@ -1,7 +1,7 @@
 """Pooling and embedding primitives over harness.engine.kernels, each forward beside its rule
 and its op-matrix facts: `max_pool1d/2d` (the forward's indices saved for the backward, as
 burn-autodiff's `max_pool2d_with_indices` node does), `avg_pool1d/2d`,
-`adaptive_avg_pool1d/2d`, `embedding` (gather rows; scatter-add backward).
+`adaptive_avg_pool1d/2d/3d`, `embedding` (gather rows; scatter-add backward).
 
 burn: crates/burn-autodiff/src/ops/module.rs, crates/burn-flex/src/ops/pool.rs (commit
 2c06be351006851d42fdb6df16b976f4a82d9747). The kernels' docstrings (harness.engine.kernels.
@@ -109,6 +109,11 @@ def _same_total(t, e) -> bool:
     return bool(np.isclose(np.nansum(t), np.nansum(e)))
 
 
+# The `_with_indices` checks run the same primitive as the plain ones, whose specials cells
+# declare the NaN divergence; their own index output at a NaN names the element each side
+# took (flex: a NaN only as a window's first element; torch: its last NaN), which no relation
+# between the two index arrays alone can state, so they run without the specials value set.
+
 # ---- max pools ------------------------------------------------------------------------------
 
 
@@ -139,6 +144,14 @@ MAX_POOL2D = differentiable(
             "torch.nn.functional.max_pool2d({a}, 2, 2)",
             kinks=TIE_KINKS,
             diverges=_MAX_NAN,
+        ),
+        _check(
+            "max_pool2d_with_indices",
+            "module_ops.max_pool2d_with_indices({a}, (3, 2), (2, 1), (1, 0), (1, 2))",
+            "tuple(torch.nn.functional.max_pool2d({a}, (3, 2), (2, 1), (1, 0), (1, 2), "
+            "return_indices=True))",
+            kinks=TIE_KINKS,
+            specials=False,  # NaN: see the note above the max pools
         ),
         _check(
             "max_pool2d[ceil]",
@@ -175,6 +188,14 @@ MAX_POOL1D = differentiable(
             _X1D,
             kinks=TIE_KINKS,
             diverges=_MAX_NAN,
+        ),
+        _check(
+            "max_pool1d_with_indices",
+            "module_ops.max_pool1d_with_indices({a}, 3, 2, 1, 1)",
+            "tuple(torch.nn.functional.max_pool1d({a}, 3, 2, 1, return_indices=True))",
+            _X1D,
+            kinks=TIE_KINKS,
+            specials=False,  # NaN: see the note above the max pools
         ),
     ),
 )
@@ -331,6 +352,30 @@ ADAPTIVE_AVG_POOL1D = differentiable(
             "module_ops.adaptive_avg_pool1d({a}, 3)",
             "torch.nn.functional.adaptive_avg_pool1d({a}, 3)",
             _X1D,
+        ),
+    ),
+)
+
+
+def adaptive_avg_pool3d(x: Array, /, output_size):
+    """burn's `adaptive_avg_pool3d` (burn-autodiff's own node; flex's 3-D kernel)."""
+    return kernels.adaptive_avg_pool3d(x, output_size), SavedShape(x.shape)
+
+
+def adaptive_avg_pool3d_backward(s: SavedShape, g: Array, tracked: Tracked) -> tuple[Grad]:
+    return (kernels.adaptive_avg_pool3d_backward(g, s.shape).x,)
+
+
+ADAPTIVE_AVG_POOL3D = differentiable(
+    "adaptive_avg_pool3d",
+    adaptive_avg_pool3d,
+    adaptive_avg_pool3d_backward,
+    checks=(
+        _check(
+            "adaptive_avg_pool3d",
+            "module_ops.adaptive_avg_pool3d({a}, (2, 3, 4))",
+            "torch.nn.functional.adaptive_avg_pool3d({a}, (2, 3, 4))",
+            menu(("b2-c2-3x5x3", [(2, 2, 3, 5, 3)]), ("empty", [(0, 2, 3, 5, 3)])),
         ),
     ),
 )
