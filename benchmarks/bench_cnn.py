@@ -68,13 +68,13 @@ class LeNet(Module):
         return self.fc(x.reshape([x.shape[0], -1]))
 
 
-def _data():
+def _data(batch: int):
     rng = np.random.default_rng(14)
-    x = rng.random((BATCH, 1, 28, 28), dtype=np.float32)
-    return x, rng.integers(0, 10, BATCH).astype(np.int64)
+    x = rng.random((batch, 1, 28, 28), dtype=np.float32)
+    return x, rng.integers(0, 10, batch).astype(np.int64)
 
 
-def _sides() -> dict:
+def sides(batch: int = BATCH) -> dict:
     """Engine and torch trainers from the same weights: `step()` and `params()` each."""
     torch.manual_seed(14)
     ref = TorchLeNet()
@@ -84,7 +84,7 @@ def _sides() -> dict:
         torch.save(ref.state_dict(), path)
         model, result = PytorchStore.from_file(path).apply_to(LeNet(device))
     assert not (result.missing or result.errors), result
-    x_np, y_np = _data()
+    x_np, y_np = _data(batch)
     x, y = Tensor.from_numpy(x_np, device), Tensor.from_numpy(y_np, device)
     state = {"model": model}
     optim, loss_fn = SgdConfig().init(), CrossEntropyLossConfig().init(device)
@@ -115,10 +115,10 @@ def _sides() -> dict:
 
 def test_cnn_step(interleaved):
     mlp.pin_threads()
-    sides = _sides()
-    interleaved("cnn step b64 / torch", {k: v[0] for k, v in sides.items()}, max_rounds=100)
+    trainers = sides()
+    interleaved("cnn step b64 / torch", {k: v[0] for k, v in trainers.items()}, max_rounds=100)
     # torch first: the tolerance is relative to torch's values
-    mlp.assert_agree({fw: sides[fw][1]() for fw in ("torch", "engine")}, **mlp.AGREE)
+    mlp.assert_agree({fw: trainers[fw][1]() for fw in ("torch", "engine")}, **mlp.AGREE)
 
 
 def test_conv2d_forward_backward(interleaved):
@@ -157,7 +157,7 @@ def measure_memory(framework: str) -> dict:
     """In a fresh process: imports and setup, reset the peak, a few steps; the peak above the
     resident set before the first step."""
     mlp.pin_threads()
-    step, params = _sides()[framework]
+    step, params = sides()[framework]
     measured = peak_memory.measure(step, MEMORY_STEPS)
     return {**measured, "fc.bias": params()["fc.bias"].tolist()}
 

@@ -41,38 +41,42 @@ def _load(engine_module, torch_module):
 
 
 class TorchNet(torch.nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, d_model: int = D, d_ff: int = FF) -> None:
         super().__init__()
-        layer = torch.nn.TransformerEncoderLayer(D, NH, FF, dropout=0.0, batch_first=True)
+        layer = torch.nn.TransformerEncoderLayer(d_model, NH, d_ff, dropout=0.0, batch_first=True)
         self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-        self.head = torch.nn.Linear(D, V)
+        self.head = torch.nn.Linear(d_model, V)
 
     def forward(self, x):
         return self.head(self.encoder(x))
 
 
 class Net(Module):
-    def __init__(self, device) -> None:
-        config = TransformerEncoderConfig(D, FF, NH, 2, dropout=0.0)
+    def __init__(self, device, d_model: int = D, d_ff: int = FF) -> None:
+        config = TransformerEncoderConfig(d_model, d_ff, NH, 2, dropout=0.0)
         self.encoder = config.with_activation(ActivationConfig.Relu).init(device)
-        self.head = LinearConfig(D, V).init(device)
+        self.head = LinearConfig(d_model, V).init(device)
 
     def forward(self, x):
         return self.head(self.encoder(TransformerEncoderInput.new(x)))
 
 
-def _transformer_data():
+def _transformer_data(d_model: int):
     rng = np.random.default_rng(41)
-    x = rng.standard_normal((B, S, D)).astype(np.float32)
+    x = rng.standard_normal((B, S, d_model)).astype(np.float32)
     return x, rng.integers(0, V, B * S).astype(np.int64)
 
 
-def _transformer_sides():
+def transformer_sides(d_model: int = D, d_ff: int = FF) -> dict:
+    """Engine and torch Adam steps (name -> callable) from the same torch weights."""
     torch.manual_seed(40)
-    ref = TorchNet()
-    x_np, y_np = _transformer_data()
+    ref = TorchNet(d_model, d_ff)
+    x_np, y_np = _transformer_data(d_model)
     device = Device.flex().autodiff()
-    state = {"model": _load(Net(device), ref), "optim": AdamConfig(epsilon=1e-8).init()}
+    state = {
+        "model": _load(Net(device, d_model, d_ff), ref),
+        "optim": AdamConfig(epsilon=1e-8).init(),
+    }
     x, y = Tensor.from_numpy(x_np, device), Tensor.from_numpy(y_np, device)
     loss_fn = CrossEntropyLossConfig().init(device)
     optim_t = torch.optim.Adam(ref.parameters(), lr=1e-3)
@@ -94,7 +98,7 @@ def _transformer_sides():
 
 def test_transformer_step(interleaved):
     mlp.pin_threads()
-    interleaved("transformer step / torch", _transformer_sides(), max_rounds=200)
+    interleaved("transformer step / torch", transformer_sides(), max_rounds=200)
 
 
 def test_lstm_forward_backward(interleaved):

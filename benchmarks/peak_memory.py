@@ -1,8 +1,9 @@
 """Peak memory of a training step, measured in a fresh process per framework.
 
-A benchmark file that uses this answers `python <file> --memory <framework>` by printing one
-JSON line (its `measure_memory`, through `main`); `fresh_process` runs that and reads the line
-back, so the import and setup of one framework never count against the other. In the child,
+A benchmark file that uses this answers `python <file> --memory <framework> [args...]` by
+printing one JSON line (its `measure_memory(framework, *args)`, through `main`: the arguments
+name a size, for a file that sweeps one); `fresh_process` runs that and reads the line back,
+so the import and setup of one framework never count against the other. In the child,
 `measure` resets the peak after setup and takes the steps; in the benchmark, `run_fresh` runs
 one child per framework and, once the caller has checked their parameters, `record` stores
 the step peaks in the targets table.
@@ -14,7 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import targets
@@ -34,11 +35,12 @@ def reset_peak() -> int:
     return proc_status("VmRSS")
 
 
-def fresh_process(script: str, framework: str) -> dict:
-    """Run `script --memory framework` in a new interpreter; its last stdout line, decoded."""
+def fresh_process(script: str, framework: str, *args: str) -> dict:
+    """Run `script --memory framework *args` in a new interpreter; its last stdout line,
+    decoded."""
     here = Path(__file__).resolve().parent
     proc = subprocess.run(
-        [sys.executable, str(Path(script).resolve()), "--memory", framework],
+        [sys.executable, str(Path(script).resolve()), "--memory", framework, *args],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join((str(here.parent), str(here)))},
@@ -58,11 +60,14 @@ def measure(step: Callable[[], object], steps: int) -> dict:
     return {"baseline_kib": baseline, "step_peak_kib": proc_status("VmHWM") - baseline}
 
 
-def run_fresh(benchmark, name: str, script: str, frameworks: Iterable[str]) -> dict[str, dict]:
-    """One fresh process per framework, timed once under the benchmark group `name`."""
+def run_fresh(
+    benchmark, name: str, script: str, frameworks: Iterable[str], args: Sequence[str] = ()
+) -> dict[str, dict]:
+    """One fresh process per framework (given `args`), timed once under the benchmark group
+    `name`."""
     benchmark.group = name
     return benchmark.pedantic(
-        lambda: {fw: fresh_process(script, fw) for fw in frameworks}, rounds=1
+        lambda: {fw: fresh_process(script, fw, *args) for fw in frameworks}, rounds=1
     )
 
 
@@ -77,9 +82,9 @@ def record(name: str, records: dict[str, dict]) -> None:
     )
 
 
-def main(script: str, measure_memory: Callable[[str], dict], frameworks: Iterable[str]) -> None:
-    """The child's entry point: `script --memory FRAMEWORK` prints one JSON line."""
-    if len(sys.argv) == 3 and sys.argv[1] == "--memory":
-        print(json.dumps(measure_memory(sys.argv[2])))
+def main(script: str, measure_memory: Callable[..., dict], frameworks: Iterable[str]) -> None:
+    """The child's entry point: `script --memory FRAMEWORK [ARGS...]` prints one JSON line."""
+    if len(sys.argv) >= 3 and sys.argv[1] == "--memory":
+        print(json.dumps(measure_memory(sys.argv[2], *sys.argv[3:])))
     else:
-        sys.exit(f"usage: {Path(script).name} --memory {'|'.join(frameworks)}")
+        sys.exit(f"usage: {Path(script).name} --memory {'|'.join(frameworks)} [args...]")

@@ -9,7 +9,8 @@ and never fails the run: the machine is shared and its load is not ours to asser
 Bounds come from the issues that set them (``source``): 13, performance round two; 2, the
 engine's step and memory targets; 3 and 7, the codec and large tensors (the two peak-memory
 bounds of issue 7's "small multiple of the inputs" are the ones its benchmarks asserted); 21,
-the same diff speed with NumPy dispatching as on an AVX2 CPU (rows ending ", AVX2").
+the same diff speed with NumPy dispatching as on an AVX2 CPU (rows ending ", AVX2"); 26, how
+cost grows with work (rows starting "sweep:").
 A row with ``bound=None`` is context for the rows around it (printed as ``info``), not a
 target.
 """
@@ -73,6 +74,45 @@ def _native_and_avx2(*native: Target) -> Iterator[Target]:
 
 
 TINY, MEDIUM, LARGE = "4-8-3 b4", "784-256-10 b128", "1024-4096-1024 b512"
+
+# How cost grows with work (issue 26): the same step at three sizes, each size its own row, so
+# the table shows the trend. bench_scaling.py sweeps these.
+TRANSFORMER_WIDTHS = (64, 256, 512)  # d_model; batch 16, sequence 32 at every width
+CNN_BATCHES = (16, 64, 256)
+_TRANSFORMER = (
+    "one Adam training step, 2-layer encoder d_model {}, 4 heads, d_ff 2 x d_model, batch 16, "
+    "sequence 32, float32, 1 thread"
+)
+_CNN = "one SGD training step, bench_cnn's LeNet-style CNN, batch {} on 1x28x28, float32, 1 thread"
+_PEAK = "resident-set peak above the pre-step RSS over 3 steps, fresh processes: "
+
+
+def sweep_name(model: str, size: int, memory: bool = False) -> str:
+    """``sweep: transformer step d64 / torch``, ``sweep: cnn peak memory b16 / torch``."""
+    prefix = "d" if model == "transformer" else "b"
+    return f"sweep: {model} {'peak memory' if memory else 'step'} {prefix}{size} / torch"
+
+
+def _sweep() -> Iterator[Target]:
+    for model, sizes, measures, bound in (
+        ("transformer", TRANSFORMER_WIDTHS, _TRANSFORMER, 1.2),
+        ("cnn", CNN_BATCHES, _CNN, 1.3),
+    ):
+        for size in sizes:
+            text = measures.format(size)
+            yield Target(sweep_name(model, size), text, "engine", "torch", bound, source="issue 26")
+        for size in sizes:
+            yield Target(
+                sweep_name(model, size, memory=True),
+                _PEAK + measures.format(size),
+                "engine",
+                "torch",
+                1.5,
+                unit="B",
+                source="issue 26",
+            )
+
+
 FIRST_ROUND = "issue 2"  # the engine's first performance targets
 
 TARGETS: tuple[Target, ...] = (
@@ -144,6 +184,7 @@ TARGETS: tuple[Target, ...] = (
         unit="B",
         source="issue 14",
     ),
+    *_sweep(),
     *_native_and_avx2(
         Target(
             "diff 1e7 wide: speed-up",
