@@ -68,7 +68,8 @@ def _transformer_data(d_model: int):
 
 
 def transformer_sides(d_model: int = D, d_ff: int = FF) -> dict:
-    """Engine and torch Adam steps (name -> callable) from the same torch weights."""
+    """Engine and torch Adam trainers from the same torch weights: `step()` and `params()`
+    each, the head's parameters in the engine's layout (weight ``[d_model, V]``)."""
     torch.manual_seed(40)
     ref = TorchNet(d_model, d_ff)
     x_np, y_np = _transformer_data(d_model)
@@ -93,12 +94,23 @@ def transformer_sides(d_model: int = D, d_ff: int = FF) -> dict:
         F.cross_entropy(ref(xt).reshape(B * S, V), yt).backward()
         optim_t.step()
 
-    return {"engine": engine_step, "torch": torch_step}
+    def engine_params():
+        head = state["model"].head
+        return {"head.weight": head.weight.val().numpy(), "head.bias": head.bias.val().numpy()}
+
+    def torch_params():
+        return {
+            "head.weight": ref.head.weight.detach().numpy().T,
+            "head.bias": ref.head.bias.detach().numpy(),
+        }
+
+    return {"engine": (engine_step, engine_params), "torch": (torch_step, torch_params)}
 
 
 def test_transformer_step(interleaved):
     mlp.pin_threads()
-    interleaved("transformer step / torch", transformer_sides(), max_rounds=200)
+    sides = {fw: t[0] for fw, t in transformer_sides().items()}
+    interleaved("transformer step / torch", sides, max_rounds=200)
 
 
 def test_lstm_forward_backward(interleaved):
