@@ -30,3 +30,8 @@ def is_float(dtype: np.dtype) -> bool:
 def storage_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype a ``.npy`` file stores ``dtype`` as: uint16 bit patterns for bfloat16."""
     return np.dtype(np.uint16) if dtype == BFLOAT16 else dtype
+
+
+def smallest_normal(dtype: np.dtype) -> float:
+    """``finfo(dtype).tiny``; NumPy's finfo refuses bfloat16, ml_dtypes' knows every float."""
+    return float(ml_dtypes.finfo(dtype).tiny)

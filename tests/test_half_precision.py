@@ -107,3 +107,138 @@ def test_a_value_that_is_no_bfloat16_is_refused(tmp_path):
 
 def test_numpy_dtype_names_bfloat16():
     assert numpy_dtype("bfloat16") == BFLOAT16 and numpy_dtype("float16") == np.float16
+
+
+# ---------------------------------------------------------------- ULP and diff statistics
+
+
+def reference_ulps(bits_a: np.ndarray, bits_b: np.ndarray) -> np.ndarray:
+    """Brute-force ULP distances in int64 from the bits: the ordered-integer images."""
+
+    def ordered(bits):
+        magnitude = (bits & 0x7FFF).astype(np.int64)
+        return np.where(bits >= 0x8000, -magnitude, magnitude)
+
+    return np.abs(ordered(bits_a) - ordered(bits_b))
+
+
+def sample_pairs(seed: int = 25) -> tuple[np.ndarray, np.ndarray]:
+    """Bit patterns of pairs: random ones, near neighbours, both sides of zero, every pattern
+    against each extreme (largest finite of either sign, both zeros, smallest subnormal)."""
+    rng = np.random.default_rng(seed)
+    random_a = rng.integers(0, 1 << 16, 1 << 18, dtype=np.uint16)
+    random_b = rng.integers(0, 1 << 16, 1 << 18, dtype=np.uint16)
+    near_a = rng.integers(0, 1 << 16, 1 << 16, dtype=np.uint16)
+    near_b = (near_a.astype(np.int64) + rng.integers(-40, 41, near_a.size)) % (1 << 16)
+    small = rng.integers(0, 0x100, 1 << 14, dtype=np.uint16)
+    zero_a, zero_b = small, rng.integers(0, 0x100, small.size, dtype=np.uint16) | 0x8000
+    extremes = [0x0000, 0x8000, 0x0001, 0x8001, 0x7BFF, 0xFBFF, 0x7F7F, 0xFF7F]
+    every_a = np.tile(ALL_BITS, len(extremes))
+    every_b = np.repeat(np.array(extremes, np.uint16), ALL_BITS.size)
+    a = np.concatenate([random_a, near_a, zero_a, every_a])
+    b = np.concatenate([random_b, near_b.astype(np.uint16), zero_b, every_b])
+    return a, b
+
+
+def in_dtype(x64: np.ndarray, name: str) -> np.ndarray:
+    """A float64 result rounded as the dtype's arithmetic rounds it: float32, then the dtype."""
+    with np.errstate(all="ignore"):
+        return x64.astype(np.float32).astype(HALF[name]).astype(np.float64)
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+def test_scalar_ulp_distance_matches_the_brute_force_over_every_pattern(name):
+    from harness.ulp import ulp_distance
+
+    values = exact_values(name)
+    for anchor in (0x0000, 0x8000, 0x3F80, 0xBC00, 0x7BFF):
+        want = reference_ulps(ALL_BITS, np.full_like(ALL_BITS, anchor))
+        got = [ulp_distance(x, values[anchor], name) for x in values.tolist()]
+        finite = np.isfinite(values) & np.isfinite(values[anchor])
+        assert all(g is None for g, ok in zip(got, finite, strict=True) if not ok)
+        np.testing.assert_array_equal(np.array(got, dtype=object)[finite], want[finite])
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+@pytest.mark.parametrize("chunk", [4096, 1 << 20])
+def test_every_diff_statistic_matches_the_brute_force(name, chunk):
+    """max_ulp, worst_ulp, the histogram, max_abs, max_rel, the NaN/inf categories and the
+    mismatch count under atol-or-ulps, against float64 and int64 computations from the bits
+    (``|a - b|`` rounded as the dtype's arithmetic rounds it, the rule harness.diff states)."""
+    from harness.diff_stats import float_stats, round_down
+    from harness.tolerances import Tolerance
+
+    bits_a, bits_b = sample_pairs()
+    a, b = bits_a.view(HALF[name]), bits_b.view(HALF[name])
+    tol = Tolerance(2.0**-6, ulps=3, reason="test")
+    got = float_stats(a, b, tol, chunk)
+
+    with np.errstate(all="ignore"):
+        a64, b64 = exact_values(name)[bits_a], exact_values(name)[bits_b]
+    nan_a, nan_b, inf_a, inf_b = np.isnan(a64), np.isnan(b64), np.isinf(a64), np.isinf(b64)
+    finite = ~(nan_a | nan_b | inf_a | inf_b)
+    dist = reference_ulps(bits_a, bits_b)[finite]
+    fa, fb = a64[finite], b64[finite]
+    absdiff = in_dtype(np.abs(fa - fb), name)
+    with np.errstate(all="ignore"):
+        rel = np.abs(in_dtype(in_dtype(fa - fb, name) / fb, name))
+    atol = float(round_down(tol.atol, HALF[name]))
+    bad = (absdiff > atol) & (dist > tol.ulps)
+    nan_bad = int((nan_a ^ nan_b).sum())
+    inf_bad = int(((inf_a | inf_b) & ~(nan_a | nan_b) & ~(inf_a & inf_b & (a64 == b64))).sum())
+    buckets = np.array([int(d).bit_length() for d in dist])
+
+    assert got["max_ulp"] == dist.max()
+    assert got["ulp_histogram"] == tuple(np.bincount(buckets).tolist())
+    # the float64 |a - b| of the first pair whose |a - b| is largest in the dtype (a
+    # difference beyond the dtype's range is inf there: the first such pair)
+    assert got["max_abs"] == abs(fa - fb)[np.argmax(absdiff)]
+    assert got["max_rel"] == np.nanmax(rel)
+    assert got["matched_nans"] == int((nan_a & nan_b).sum())
+    assert (got["nan_mismatches"], got["inf_mismatches"]) == (nan_bad, inf_bad)
+    assert got["mismatches"] == int(bad.sum()) + nan_bad + inf_bad
+    assert got["bit_identical"] is False
+    assert got["worst_ulp"] is None  # the first pair of the worst kind is a NaN / inf one
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+def test_one_element_rows_agree_with_the_chunked_pass(name):
+    """diff_arrays takes Python arithmetic for one element: same fields as the chunked pass."""
+    from harness.diff import diff_arrays
+    from harness.diff_stats import float_stats
+    from harness.tolerances import Tolerance
+
+    bits_a, bits_b = sample_pairs(seed=7)
+    keep = np.random.default_rng(7).choice(bits_a.size, 400, replace=False)
+    tol = Tolerance(1e-3, rtol=1e-2, ulps=2, reason="test")
+    fields = ("max_abs", "max_rel", "max_ulp", "mismatches", "ulp_histogram", "bit_identical")
+    for i in keep:
+        a = bits_a[i : i + 1].view(HALF[name])
+        b = bits_b[i : i + 1].view(HALF[name])
+        row, want = diff_arrays(a, b, tol), float_stats(a, b, tol, 1 << 20)
+        for field in fields:
+            assert getattr(row, field) == want[field] or (
+                field == "max_rel" and np.isnan(want[field]) is np.isnan(getattr(row, field))
+            ), (field, bits_a[i], bits_b[i])
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+def test_a_failing_half_row_lists_its_mismatches(name):
+    """The mismatch listing (compare.py's and assert_conforms' "at [i]" lines) reads half rows:
+    one element 4 ULP away under a 1-ULP tolerance, its ULP distance from the bits."""
+    from harness.diff import diff_arrays
+    from harness.mismatches import inspect_row
+    from harness.tolerances import Tolerance
+
+    a = np.ones(16, HALF[name])
+    b = a.copy()
+    b.view(np.uint16)[5] += 4
+    tol = Tolerance(0.0, ulps=1, reason="test")
+    row = diff_arrays(a, b, tol)
+    assert (row.status, row.mismatches, row.max_ulp) == ("fail", 1, 4)
+    detail = inspect_row(a, b, row, limit=None)
+    assert detail.mismatched == 1 and detail.dtype == name
+    assert (detail.worst_ulp.index, detail.worst_ulp.ulp) == ((5,), 4)
+    assert detail.first[0].b == float(b[5]) and detail.ulp_floor == (
+        2.0**-14 if name == "float16" else 2.0**-126
+    )

@@ -113,14 +113,24 @@ ONLY_FROM = {
         "harness.float_dtypes",
     ),
     "harness.diff_stats": ("harness.tolerances", "harness.ulp", "harness.float_dtypes"),
-    "harness.diff_scalar": ("harness.tolerances", "harness.ulp", "harness.diff_stats"),
+    "harness.diff_scalar": (
+        "harness.tolerances",
+        "harness.ulp",
+        "harness.diff_stats",
+        "harness.float_dtypes",
+    ),
     "harness.diff": (
         "harness.tolerances",
         "harness.ulp",
         "harness.diff_stats",
         "harness.diff_scalar",
     ),
-    "harness.mismatches": ("harness.diff", "harness.tolerances", "harness.ulp"),
+    "harness.mismatches": (
+        "harness.diff",
+        "harness.tolerances",
+        "harness.ulp",
+        "harness.float_dtypes",
+    ),
     "harness.project": ("harness.tolerances", "harness.numerics", "harness.bounded"),
     # Trajectory statistics and fits: numbers over diff's rules, no results, no rendering.
     "harness.trajectory": ("harness.diff", "harness.tolerances", "harness.ulp"),
