@@ -242,3 +242,46 @@ def test_a_failing_half_row_lists_its_mismatches(name):
     assert detail.first[0].b == float(b[5]) and detail.ulp_floor == (
         2.0**-14 if name == "float16" else 2.0**-126
     )
+
+
+# ---------------------------------------------------------------- default tolerances
+
+OPS = {
+    "add": lambda x, y: x + y,
+    "div": lambda x, y: x / (np.abs(y) + 0.5),
+    "exp": lambda x, y: np.exp(x),
+    "sigmoid": lambda x, y: 1 / (1 + np.exp(-x)),
+    "log": lambda x, y: np.log(np.abs(x) + 1e-3),
+    "sum64": lambda x, y: x.reshape(-1, 64).sum(1),
+    "matmul64": lambda x, y: x.reshape(-1, 64) @ y[: 64 * 64].reshape(64, 64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_the_default_tolerance_takes_the_rounding_of_a_float32_op(name, op):
+    """The measurement behind DEFAULTS: an op computed in float32 and rounded once agrees with
+    the float64 op rounded once (at most 1 ULP apart); 2 ULP more on one element fails."""
+    from harness.diff import diff_arrays
+    from harness.tolerances import default_tolerance
+
+    rng = np.random.default_rng(25)
+    x, y = (rng.standard_normal(1 << 16).astype(HALF[name]) for _ in range(2))
+    f32 = OPS[op](x.astype(np.float32), y.astype(np.float32)).astype(HALF[name])
+    f64 = OPS[op](x.astype(np.float64), y.astype(np.float64)).astype(HALF[name])
+    tol = default_tolerance(name)
+    row = diff_arrays(f32, f64, tol)
+    assert row.status == "ok", (row.max_ulp, row.max_abs)
+    a, b = f32.reshape(-1), f64.reshape(-1)
+    away = np.abs(b.astype(np.float64)) >= 2.0**-4  # near zero a cancelled sum may part more
+    assert reference_ulps(a.view(np.uint16), b.view(np.uint16))[away].max() <= 1
+    # the smallest shift of the largest element beyond both atol and 1 ULP is refused
+    k = int(np.argmax(np.abs(b.astype(np.float64))))
+    wrong, shift = a.copy(), 2
+    while (
+        abs(float((b.view(np.uint16)[k : k + 1] + shift).view(HALF[name])[0]) - float(b[k]))
+        <= tol.atol
+    ):
+        shift += 1
+    wrong.view(np.uint16)[k] = b.view(np.uint16)[k] + shift
+    assert diff_arrays(wrong, b, tol).status == "fail"
