@@ -285,3 +285,14 @@ def test_the_default_tolerance_takes_the_rounding_of_a_float32_op(name, op):
         shift += 1
     wrong.view(np.uint16)[k] = b.view(np.uint16)[k] + shift
     assert diff_arrays(wrong, b, tol).status == "fail"
+
+
+def test_assert_conforms_compares_torch_bfloat16_with_ml_dtypes_bfloat16():
+    """A torch bf16 tensor against a NumPy bfloat16 array: same dtype, 1 ULP passes the
+    default, 2 ULP at 256 fails naming the element."""
+    from harness.testing import assert_conforms
+
+    w = torch.tensor([1.0, -3.0, 256.0], dtype=torch.bfloat16)
+    assert_conforms({"w": w}, {"w": np.array([1.0, -3.0, 258.0], BFLOAT16)})
+    with pytest.raises(AssertionError, match=r"w\[2\]: actual=256.0 expected=260.0 .*2 ulp"):
+        assert_conforms({"w": w}, {"w": np.array([1.0, -3.0, 260.0], BFLOAT16)})
