@@ -434,7 +434,7 @@ class _Reader(LooseReading):
         with np.errstate(over="ignore"):
             narrow = wide.astype(numpy_dtype(dtype))
         # Widening back is exact, so != finds every value the writer rounded.
-        exact = (narrow.astype(np.float64) != wide) & ~np.isnan(wide)
+        exact = (narrow != wide) & ~np.isnan(wide)
         bad = exact if strict else np.isinf(narrow) & np.isfinite(wide)
         if bad.any():
             i = int(np.argmax(bad))
