@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from harness.diff_stats import multi_index, round_down
+from harness.float_dtypes import BFLOAT16, numpy_dtype
 from harness.tolerances import Tolerance
 from harness.ulp import ordered_int
 
@@ -43,7 +44,14 @@ def _rounder(name: str):
     return to_dtype
 
 
+def _to_bfloat16(x: float) -> float:
+    """Round as ml_dtypes' bfloat16 arithmetic does: to float32, then to bfloat16, so the one
+    element path gives the chunked pass's ``|a - b|`` (both roundings to nearest even)."""
+    return float(BFLOAT16.type(_ROUND["float32"](x)))
+
+
 _ROUND = {name: _rounder(name) for name in ("float16", "float32", "float64")}
+_ROUND["bfloat16"] = _to_bfloat16
 
 
 def scalar_float_stats(a: np.ndarray, b: np.ndarray, name: str, tol: Tolerance) -> dict[str, Any]:
@@ -92,7 +100,7 @@ def _relative(absdiff: float, absb: float, to_dtype) -> float:
 
 
 def _fails(absdiff: float, absb: float, dist: int, to_dtype, name: str, tol: Tolerance) -> bool:
-    atol = float(round_down(tol.atol, np.dtype(name)))
+    atol = float(round_down(tol.atol, numpy_dtype(name)))
     if absdiff <= atol or (tol.ulps is not None and dist <= tol.ulps):
         return False
     if tol.rtol:

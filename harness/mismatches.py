@@ -30,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from harness.diff import TensorDiff, round_down, ulp_distance
+from harness.float_dtypes import smallest_normal
 from harness.tolerances import Tolerance
 from harness.ulp import FLOAT_LAYOUT, wide_distance
 
 CHUNK = 1 << 16
 LIMIT = 5  # mismatched elements shown per failing row unless all are asked for
-_FLOATS = ("float16", "float32", "float64")
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class _Scan:
         self.dtype = a.dtype.newbyteorder("=")
         if floats:
             self.atol = round_down(self.tol.atol, self.dtype)
-            self.tiny = float(np.finfo(self.dtype).tiny)
+            self.tiny = smallest_normal(self.dtype)
         else:
             self.atol, self.tiny = self.tol.atol, 0.0
         self.floor = max(float(self.tol.atol), self.tiny)

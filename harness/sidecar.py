@@ -8,6 +8,9 @@ The file name is content addressed, ``<json stem>.<key>.<first 12 hex of sha256>
 sidecar never overwrites one that the current JSON still references, so a write that dies
 midway leaves the old JSON *and* its sidecars intact (see ``record.write_side``).
 
+A bfloat16 tensor is stored as its uint16 bit patterns (NumPy's ``.npy`` header has no
+bfloat16; ``harness.float_dtypes``), and the reference names the dtype.
+
 The sha256 covers the array's C-order bytes as stored in the ``.npy`` payload (native byte
 order, little-endian on every supported machine), not the ``.npy`` header, so it does not
 depend on the NumPy version that wrote the file.
@@ -49,6 +52,7 @@ import numpy as np
 
 from harness.bounded import RefusedFile, open_bounded, read_bounded
 from harness.escape import clip
+from harness.float_dtypes import numpy_dtype, storage_dtype
 from harness.summary import SUMMARY_CHUNK, Summary, summarize, summary_problem
 
 __all__ = [
@@ -274,7 +278,7 @@ def write_sidecar(folder: Path, stem: str, key: str, array: np.ndarray) -> dict:
 
 def _write_npy(f: BinaryIO, array: np.ndarray, fingerprint: _Fingerprint) -> None:
     """The bytes ``np.save`` writes (same header), fingerprinted on the way out."""
-    header = np.lib.format.header_data_from_array_1_0(array)
+    header = np.lib.format.header_data_from_array_1_0(array.view(storage_dtype(array.dtype)))
     try:
         np.lib.format.write_array_header_1_0(f, header)
     except ValueError:  # a header beyond 64 KiB: what np.save falls back to
@@ -351,8 +355,10 @@ def read_sidecar(
     """
     shown = clip(name)  # a name from the file, in messages
     array, key = _map_npy(folder / name, shown)
-    if array.dtype != np.dtype(dtype):
+    wanted = numpy_dtype(dtype)
+    if array.dtype != storage_dtype(wanted):
         raise SidecarError(f"sidecar {shown} holds dtype {array.dtype}, the record says {dtype}")
+    array = array.view(wanted)  # bfloat16 is stored as its bit patterns
     if list(array.shape) != shape:
         raise SidecarError(
             f"sidecar {shown} holds shape {list(array.shape)}, the record says {shape}"

@@ -4,7 +4,9 @@ The ULP distance of two finite floats is the difference of their ordered-integer
 ``-(bits & 0x7f..f)`` for a negative float, ``bits`` otherwise. The image is monotone in the
 value and maps +0 and -0 both to 0, so they are 0 ULP apart. NaN and inf get no distance.
 
-Vectorised distances stay in the float's own integer width where that is exact:
+Vectorised distances stay in the float's own integer width where that is exact (int16 for
+float16 and bfloat16 alike; their largest distances, ``2 * 0x7BFF`` and ``2 * 0x7F7F``, take
+the uint64 path of the last case):
 
 - two floats whose sign bits agree are ``|bits_a - bits_b|`` apart, which always fits the
   signed integer of the float's width (both bit patterns lie on the same side of zero);
@@ -20,9 +22,12 @@ import struct
 
 import numpy as np
 
+from harness.float_dtypes import BFLOAT16
+
 # dtype name -> (same-width signed int, magnitude mask, bits of +inf)
 FLOAT_LAYOUT = {
     "float16": (np.int16, 0x7FFF, 0x7C00),
+    "bfloat16": (np.int16, 0x7FFF, 0x7F80),  # the upper half of a float32
     "float32": (np.int32, 0x7FFF_FFFF, 0x7F80_0000),
     "float64": (np.int64, 0x7FFF_FFFF_FFFF_FFFF, 0x7FF0_0000_0000_0000),
 }
@@ -42,10 +47,16 @@ _EXACT_FLOAT = {
 
 
 def ordered_int(x: float, dtype: str = "float64") -> int:
-    """The ordered-integer image of a float's bits: monotone in x, +0 and -0 both map to 0."""
-    code = _STRUCT_CODE[dtype]
-    bits = int.from_bytes(struct.pack("<" + code, x), "little")
-    width = 8 * struct.calcsize(code)
+    """The ordered-integer image of a float's bits: monotone in x, +0 and -0 both map to 0.
+
+    ``x`` is rounded to ``dtype`` first (to nearest even), as ``struct`` packs it.
+    """
+    if dtype == "bfloat16":  # struct has no bfloat16
+        bits, width = int(np.array(x, BFLOAT16).view(np.uint16)), 16
+    else:
+        code = _STRUCT_CODE[dtype]
+        bits = int.from_bytes(struct.pack("<" + code, x), "little")
+        width = 8 * struct.calcsize(code)
     magnitude = bits & ((1 << (width - 1)) - 1)
     return -magnitude if bits >> (width - 1) else magnitude
 

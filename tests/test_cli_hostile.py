@@ -22,6 +22,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import warnings
@@ -47,7 +48,8 @@ HOSTILE_TEXT = st.text(
     max_size=4,
 )
 INT64_EDGES = [-(2**63) - 1, -(2**63), 2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**30]
-DTYPES = ["float32"] * 4 + ["float64", "float16", "int64", "int8", "uint8", "bool", "half"]
+DTYPES = ["float32"] * 4 + ["float64", "float16", "bfloat16", "int64", "int8", "uint8"]
+DTYPES += ["bool", "half"]
 NUMBERS = (
     st.floats(width=32)
     | st.floats(allow_nan=False)
@@ -75,6 +77,10 @@ FITTING = {  # data each dtype can hold exactly, so that most tensors are readab
     "float32": st.floats(width=32) | st.sampled_from(["NaN", "Infinity", "-Infinity", -0.0]),
     "float64": st.floats(allow_nan=False) | st.sampled_from(["NaN", "-Infinity", 5e-324]),
     "float16": st.floats(width=16, allow_nan=False, allow_infinity=False),
+    "bfloat16": st.integers(0, 0xFFFF)  # a finite bfloat16 is the upper half of a float32
+    .filter(lambda bits: bits & 0x7F80 != 0x7F80)
+    .map(lambda bits: struct.unpack("<f", struct.pack("<I", bits << 16))[0])
+    | st.sampled_from(["NaN", "Infinity", "-Infinity", -0.0]),
     "int64": st.integers(-(2**63), 2**63 - 1),
     "int8": st.integers(-128, 127),
     "uint8": st.integers(0, 255),

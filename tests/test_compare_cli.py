@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import compare
@@ -332,3 +333,37 @@ def test_case_options_with_files_are_a_usage_error(pair, capsys, option):
         err
         == f"compare.py: error: {option[0]} runs cases; it cannot be combined with FILE arguments"
     )
+
+
+BF16 = {"w": tensor([1.0, 1.0078125, -3.0, 256.0], dtype="bfloat16")}  # exact bfloat16 values
+
+
+def test_bfloat16_files_within_one_ulp_pass_and_two_fail(pair, capsys):
+    """bfloat16 side files: 1 ULP apart passes the dtype's default (1 ULP or eps), 2 ULP at
+    256 (4.0 apart) fails with the element and its distance."""
+    one_ulp = {"w": tensor([1.0, 1.015625, -3.0, 258.0], dtype="bfloat16")}
+    code, out, err = run(capsys, *pair(BF16, one_ulp))
+    assert (code, err) == (0, "")
+    assert "w                        n=  4  max|diff|=2.00e+00  ulp=1\n" in out
+    two_ulp = {"w": tensor([1.0, 1.0078125, -3.0, 260.0], dtype="bfloat16")}
+    code, out, _ = run(capsys, *pair(BF16, two_ulp))
+    assert code == 1
+    assert "FAIL at [3]: torch=256.0 engine=260.0 (2 ulp, 1 mismatched)" in out
+
+
+def test_bfloat16_sidecars_compare_like_inline_data(tmp_path, capsys):
+    """Side files written by harness.record with the tensor in a .npy sidecar (uint16 bit
+    patterns): compare.py reads them back as bfloat16 and finds the one changed element."""
+    from harness import record
+    from harness.float_dtypes import BFLOAT16
+
+    bits = np.arange(0x3F80, 0x3F80 + 300, dtype=np.uint16)  # 1.0 and up, 300 steps
+    changed = bits.copy()
+    changed[123] += 2
+    a, b = tmp_path / "torch.json", tmp_path / "engine.json"
+    for path, side_bits in ((a, bits), (b, changed)):
+        values = {"w": side_bits.view(BFLOAT16)}
+        record.write_side(path, "c", path.stem, values, ENV, sidecar_threshold=100)
+    assert '"sidecar"' in a.read_text() and '"dtype": "bfloat16"' in a.read_text()
+    code, out, _ = run(capsys, str(a), str(b))
+    assert code == 1 and "FAIL at [123]" in out and "(2 ulp, 1 mismatched)" in out

@@ -89,26 +89,48 @@ ONLY_FROM = {
     ),
     # The codec and the shared pieces below everything else.
     "harness.tolerances": (),
-    "harness.ulp": (),
+    # The float dtypes side files know (bfloat16 through ml_dtypes): a leaf.
+    "harness.float_dtypes": (),
+    "harness.ulp": ("harness.float_dtypes",),
     "harness.summary": ("harness.escape",),
     # The one bounded reader of files: below everything that reads one.
     "harness.bounded": ("harness.escape",),
-    "harness.sidecar": ("harness.summary", "harness.bounded", "harness.escape"),
+    "harness.sidecar": (
+        "harness.summary",
+        "harness.bounded",
+        "harness.escape",
+        "harness.float_dtypes",
+    ),
     # What decides the bits of a run: read before numpy loads, so the standard library only.
     "harness.numerics": (),
     "harness.environment": ("harness.numerics",),
     "harness.escape": (),  # the one escaping rule for text from input: a leaf
     "harness.cli": ("harness.escape",),
-    "harness.record": ("harness.sidecar", "harness.escape", "harness.bounded"),
-    "harness.diff_stats": ("harness.tolerances", "harness.ulp"),
-    "harness.diff_scalar": ("harness.tolerances", "harness.ulp", "harness.diff_stats"),
+    "harness.record": (
+        "harness.sidecar",
+        "harness.escape",
+        "harness.bounded",
+        "harness.float_dtypes",
+    ),
+    "harness.diff_stats": ("harness.tolerances", "harness.ulp", "harness.float_dtypes"),
+    "harness.diff_scalar": (
+        "harness.tolerances",
+        "harness.ulp",
+        "harness.diff_stats",
+        "harness.float_dtypes",
+    ),
     "harness.diff": (
         "harness.tolerances",
         "harness.ulp",
         "harness.diff_stats",
         "harness.diff_scalar",
     ),
-    "harness.mismatches": ("harness.diff", "harness.tolerances", "harness.ulp"),
+    "harness.mismatches": (
+        "harness.diff",
+        "harness.tolerances",
+        "harness.ulp",
+        "harness.float_dtypes",
+    ),
     "harness.project": ("harness.tolerances", "harness.numerics", "harness.bounded"),
     # Trajectory statistics and fits: numbers over diff's rules, no results, no rendering.
     "harness.trajectory": ("harness.diff", "harness.tolerances", "harness.ulp"),

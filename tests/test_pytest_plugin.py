@@ -323,3 +323,30 @@ def test_prune_stale_leaves_a_folder_holding_other_files(pytester):
          "golden file) (no case file in mycases/); --allow-stale accepts them"]
     )  # fmt: skip
     assert sorted(p.name for p in stale.iterdir()) == ["notes.md", "torch.json"]
+
+
+BF16_FIXTURE_TEST = """
+import torch
+
+
+def test_weights(conformance):
+    w = torch.tensor([1.0, -3.0, 256.0, 0.0], dtype=torch.bfloat16)
+    conformance.check({{"w": w + torch.tensor([0.0, 0.0, {shift}, 0.0], dtype=torch.bfloat16)}})
+"""
+
+
+def test_the_fixture_keeps_torch_bfloat16_goldens(pytester):
+    """conformance.check of a torch bfloat16 tensor: the golden names the dtype and its exact
+    values, a rerun passes, and 1 ULP (2.0 at 256) is caught with its distance (the same
+    environment's golden must be bit-identical)."""
+    pytester.makepyfile(test_bf=BF16_FIXTURE_TEST.format(shift=0.0))
+    golden = pytester.path / "test_bf" / "test_weights.json"
+    run(pytester, "test_bf.py").assert_outcomes(failed=1)  # the golden is written
+    assert '"w": {"dtype": "bfloat16", "shape": [4], "data": [1.0,-3.0,256.0,0.0]}' in (
+        golden.read_text()
+    )
+    run(pytester, "test_bf.py").assert_outcomes(passed=1)
+    pytester.makepyfile(test_bf=BF16_FIXTURE_TEST.format(shift=2.0))
+    failed = run(pytester, "test_bf.py")
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(["E       w  * n=  4  max|diff|=2.00e+00  ulp=1"])

@@ -12,7 +12,8 @@ RFC 8259, and byte-identical for equal input with or without orjson.
 
 Decisions (docs/internals.md, record section): lists and tuples stay plain JSON lists,
 compared exactly; a non-finite Python float becomes a 0-d float64 array (JSON has no literal
-for it); torch bfloat16 is refused (no NumPy dtype: convert with ``.float()``), float16 is kept.
+for it); float16 is kept, and torch bfloat16 becomes ``ml_dtypes.bfloat16`` bit for bit
+(``harness.float_dtypes``).
 Loose files (no ``"format"`` key): numbers become 0-d arrays of ``default_dtype``, numeric nested
 lists arrays of it, ``null`` in a numeric list is NaN with a warning (serde_json writes NaN and
 infinities as null), NaN / Infinity literals are accepted; in format-1 files all are errors.

@@ -15,6 +15,7 @@ import numpy as np
 
 from harness import sidecar
 from harness.escape import clip, preview
+from harness.float_dtypes import numpy_dtype
 from harness.record.loose import MAYBE_INT, LooseReading
 from harness.record.source import read_bytes
 from harness.record.values import (
@@ -431,7 +432,7 @@ class _Reader(LooseReading):
         if dtype == "float64":
             return wide
         with np.errstate(over="ignore"):
-            narrow = wide.astype(dtype)
+            narrow = wide.astype(numpy_dtype(dtype))
         # Widening back is exact, so != finds every value the writer rounded.
         exact = (narrow != wide) & ~np.isnan(wide)
         bad = exact if strict else np.isinf(narrow) & np.isfinite(wide)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from harness.escape import MAX_ECHO, clip, one_line, preview
+from harness.float_dtypes import BFLOAT16
 
 FORMAT_VERSION = 1
 ELEMENTS_PER_LINE = 8
@@ -19,7 +20,7 @@ SIDECAR_THRESHOLD = 65536  # larger tensors go to .npy sidecars, in out/ and gol
 MAX_DEPTH = 64
 MAX_BYTES = 1 << 30
 MAX_ELEMENTS = 1 << 31
-FLOAT_DTYPES = ("float16", "float32", "float64")
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 DTYPES = (*FLOAT_DTYPES, *INT_DTYPES, "bool")
 SPECIALS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -125,12 +126,12 @@ def _normalize_value(key: str, value: Any) -> Any:
 
 
 def _torch_to_numpy(key: str, tensor: Any) -> np.ndarray:
-    if str(tensor.dtype) == "torch.bfloat16":
-        raise TypeError(
-            f"{key}: torch.bfloat16 has no numpy dtype; convert it explicitly (.float()) so "
-            "the record states the dtype that is compared"
-        )
-    return tensor.detach().cpu().resolve_conj().resolve_neg().numpy()
+    plain = tensor.detach().cpu().resolve_conj().resolve_neg()
+    if str(plain.dtype) == "torch.bfloat16":  # torch has no numpy bfloat16: pass the bits
+        import torch  # only reached with a torch tensor in hand
+
+        return plain.view(torch.int16).numpy().view(BFLOAT16)
+    return plain.numpy()
 
 
 def _checked_array(key: str, array: np.ndarray) -> np.ndarray:

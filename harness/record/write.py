@@ -14,6 +14,7 @@ import numpy as np
 
 from harness import sidecar
 from harness.escape import one_line
+from harness.float_dtypes import is_float
 from harness.record.read import read_side
 from harness.record.source import read_bytes
 from harness.record.values import (
@@ -41,7 +42,7 @@ def encode(value: Any) -> Any:
     """One normalized value -> JSON-able object (tensor record, error record, or as is)."""
     if isinstance(value, np.ndarray):
         data = value.reshape(-1).tolist()
-        if value.dtype.kind == "f":
+        if is_float(value.dtype):
             data = [json_float(x) for x in data]
         return {"dtype": value.dtype.name, "shape": list(value.shape), "data": data}
     if isinstance(value, CapturedError):
@@ -135,7 +136,7 @@ def _tensor_text(array: np.ndarray) -> bytes:
 def _data_rows(array: np.ndarray, width: int, newline: bytes) -> bytes:
     """Flat data as rows of ``width`` comma-separated numbers (no spaces: smaller, faster)."""
     flat = array.reshape(-1)
-    if flat.dtype.kind == "f":
+    if is_float(flat.dtype):
         with np.errstate(invalid="ignore"):  # a signalling NaN sets the flag; it stays NaN
             flat = flat.astype(np.float64)  # exact: a record stores doubles
     sep = b"," + newline
