@@ -30,6 +30,7 @@ import numpy as np
 
 from harness.engine import kernels
 from harness.engine.autodiff import NONE
+from harness.engine.composites import GridSampleOptions, GridSamplePaddingMode
 from harness.engine.errors import AutodiffError, ShapeError
 from harness.engine.kernels._common import fmt
 from harness.engine.loss.reduction import NEG_INF, index_constant, mask_constant, neg_inf_constant
@@ -48,6 +49,8 @@ __all__ = [
     "ConvOptions",
     "ConvTransposeOptions",
     "DeformConvOptions",
+    "GridSampleOptions",
+    "GridSamplePaddingMode",
     "InterpolateMode",
     "InterpolateOptions",
     "UnfoldOptions",

@@ -599,6 +599,7 @@ class Tensor(AutodiffMethods):
 
     stack = staticmethod(composites.stack)
     narrow = composites.narrow
+    grid_sample_2d = composites.grid_sample_2d
     chunk = composites.chunk
     split = composites.split
     split_with_sizes = composites.split_with_sizes

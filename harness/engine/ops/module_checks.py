@@ -3,7 +3,8 @@ ops (burn commit 2c06be351006851d42fdb6df16b976f4a82d9747): `layer_norm`, `batch
 `attention` (burn-autodiff's `attention_fallback`) and `ctc_loss` (`ctc_loss_default`), in
 harness.engine.module_ops. They register no rule: their gradients are those of the
 primitives they call, checked here against PyTorch with the divergences their docstrings
-state.
+state; and the Tensor method `grid_sample_2d` (harness.engine.composites), burn-backend's
+`float_grid_sample_2d_ref` on the autodiff device, against `F.grid_sample` with burn's options.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import facts
-from .facts import BOOL, Check, Diverges, Input, menu
+from .facts import BOOL, Check, Diverges, Input, Rounding, menu
 
 F = "torch.nn.functional"
 
@@ -71,6 +72,50 @@ def _ctc_engine() -> str:
 def _ctc_torch() -> str:
     ints = ", ".join(f"torch.tensor({v})" for v in _CTC_ARGS)
     return f'{F}.ctc_loss({F}.log_softmax({{a}}, 2), {ints}, 0, "none")'
+
+
+_GRID_SHAPES = menu(("b2-c3-4x5-to-3x6", [(2, 3, 4, 5), (2, 3, 6, 2)]))
+
+
+_GRID_NONFINITE = Diverges(
+    "*/*/specials/vjp.*",
+    "a NaN or infinite grid coordinate: burn's composite casts its floor to a corner index "
+    "(NaN to 0) and weights it with NaN fractions, so the input's gradient there is NaN and the "
+    "other coordinate's is finite; torch's kernel gives such a point no gradient "
+    "(harness.engine.composites.grid_sample_2d)",
+    facts.TORCH_ZERO,
+)
+
+
+# The grid's float32 gradient is a difference of corner samples (cancellation) times the
+# fraction weights and size / 2, each step rounded in another order than torch's kernel.
+_GRID_ROUNDING = Rounding(
+    rtol=1e-5,
+    atol=1e-5,
+    reason="float32 grid gradients from differences of samples scaled by size / 2, rounded "
+    "per step (burn's composite) or in torch's kernel order: measured worst |engine - "
+    "float64| 8.6e-6 and |engine - torch| 1.4e-6 (values about 5)",
+)
+
+
+def _grid_sample(name: str, padding: str, align_corners: bool) -> Check:
+    # Border and Reflection see no specials: torch's grid_sampler_2d backward crashes the
+    # process (a segmentation fault, torch 2 on CPU) on a non-finite grid coordinate there.
+    specials = padding == "Zeros"
+    options = (
+        f'module_ops.GridSampleOptions("bilinear", module_ops.GridSamplePaddingMode.{padding}, '
+        f"{align_corners})"
+    )
+    return Check(
+        name,
+        f"{{a}}.grid_sample_2d({{b}}, {options})",
+        f'{F}.grid_sample({{a}}, {{b}}, "bilinear", "{padding.lower()}", {align_corners})',
+        (Input("a"), Input("b")),
+        _GRID_SHAPES,
+        specials=specials,
+        rounding=_GRID_ROUNDING,
+        diverges=(_GRID_NONFINITE,) if specials else (),
+    )
 
 
 COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
@@ -139,5 +184,8 @@ COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
             (Input("a"),),
             menu(("t6-n2-c4", [(6, 2, 4)])),
         ),
+        _grid_sample("grid_sample_2d", "Zeros", False),
+        _grid_sample("grid_sample_2d[border-aligned]", "Border", True),
+        _grid_sample("grid_sample_2d[reflection]", "Reflection", False),
     )
 )
