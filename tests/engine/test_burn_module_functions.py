@@ -1,8 +1,9 @@
 """burn's own tests of the `burn::tensor::module` composites `batch_norm`, `attention_fallback`
 and `ctc_loss`, transcribed from crates/burn-backend-tests/tests/tensor/float/module/
-{batch_norm,attention,ctc}.rs (burn commit 2c06be351006851d42fdb6df16b976f4a82d9747), on
-harness.engine.module_ops. (Their comparisons against PyTorch are op-matrix checks:
-harness.engine.ops.module_checks; burn-nn's CTCLoss vectors: test_burn_ctc_vectors.py.)
+{batch_norm,attention,ctc}.rs, and of `Tensor::grid_sample_2d` (tests/tensor/float/ops/
+grid_sample.rs), burn commit 2c06be351006851d42fdb6df16b976f4a82d9747, on the engine.
+(Their comparisons against PyTorch are op-matrix checks: harness.engine.ops.module_checks;
+burn-nn's CTCLoss vectors: test_burn_ctc_vectors.py.)
 """
 
 from __future__ import annotations
@@ -102,3 +103,40 @@ def test_ctc_loss_uniform_paths(burn_test, targets, target_length):
     log_probs = _floats(np.full((3, 1, 2), np.log(np.float32(0.5)), np.float32))
     loss = module_ops.ctc_loss(log_probs, _ints(targets), _ints([3]), _ints([target_length]), 0)
     np.testing.assert_allclose(loss.numpy(), [3.0 * math.log(2.0)], rtol=1e-3, atol=1e-3)
+
+
+_GRID_INPUT = [[[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]]]]
+_GRID = [[[[0.0, 0.0], [-1.0, 0.25]], [[1.0, 1.0], [0.2, -0.8]]]]
+_PAD = module_ops.GridSamplePaddingMode
+
+
+@pytest.mark.parametrize(
+    ("burn_test", "grid", "padding", "align_corners", "expected"),
+    [
+        ("should_grid_sample_2d_default", _GRID, _PAD.Zeros, False, [[4.0, 2.0625], [2.0, 1.04]]),
+        ("should_grid_sample_2d_align_corners_border", _GRID, _PAD.Border, True,
+         [[4.0, 3.75], [8.0, 1.8]]),
+        ("should_pad_zeros_grid_sample_2d", [[[[0.0, -2.0]]]], _PAD.Zeros, False, [[0.0]]),
+        ("should_pad_border_grid_sample_2d", [[[[0.0, -2.0]]]], _PAD.Border, False, [[1.0]]),
+        ("should_pad_reflection_grid_sample_2d", _GRID, _PAD.Reflection, False,
+         [[4.0, 4.125], [8.0, 1.3]]),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("device", [DEVICE, DEVICE.autodiff()], ids=["plain", "autodiff"])
+def test_grid_sample_2d(burn_test, grid, padding, align_corners, expected, device):
+    """grid_sample.rs (burn's expected values, computed there with PyTorch's grid_sample)."""
+    options = module_ops.GridSampleOptions("bilinear", padding, align_corners)
+    x = Tensor.from_floats(_GRID_INPUT, device)
+    out = x.grid_sample_2d(Tensor.from_floats(grid, device), options)
+    np.testing.assert_allclose(out.numpy(), [[expected]], rtol=1e-6, atol=1e-6)
+
+
+def test_grid_sample_2d_nearest_is_burns_unimplemented_default():
+    """burn-backend's `float_grid_sample_2d_ref` (what burn-autodiff runs) has `todo!` for any
+    mode but bilinear; the engine raises its text on either device."""
+    x = Tensor.from_floats(_GRID_INPUT, DEVICE)
+    grid = Tensor.from_floats([[[[0.0, 0.0]]]], DEVICE)
+    options = module_ops.GridSampleOptions(module_ops.InterpolateMode.Nearest)
+    with pytest.raises(NotImplementedError, match=r"^Default implementation for grid_sample_2d "
+                       r"with Nearest unimplemented$"):  # fmt: skip
+        x.grid_sample_2d(grid, options)
