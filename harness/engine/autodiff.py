@@ -351,6 +351,14 @@ class AutodiffMethods:
             raise AutodiffError(REQUIRES_AUTODIFF)
         return self.__class__(self._data, _PLAIN, None)
 
+    def no_grad(self):
+        """burn's `Tensor::no_grad` (burn-tensor api/autodiff.rs): `inner()` on the autodiff
+        device (the plain tensor, off the graph), the tensor itself on the plain device.
+
+        PyTorch difference: `torch.no_grad()` is a context for the ops run inside it; this
+        moves one value off the autodiff device, so later ops on it are never recorded."""
+        return self.inner() if self.is_autodiff() else self
+
     def backward(self) -> Gradients:
         """Backpropagate from this tensor and return a new `Gradients` container.
 

@@ -10,7 +10,9 @@ Their op-matrix facts sit beside the primitives' (`harness.engine.ops.layout.COM
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -646,3 +648,116 @@ def _along(d: int, start: int, length: int, x) -> list:
     ranges = [None] * x.ndim
     ranges[d] = (start, start + length)
     return ranges
+
+
+# ---- grid_sample_2d (api/float.rs) --------------------------------------------------------------
+
+
+class GridSamplePaddingMode(enum.Enum):
+    """burn's `GridSamplePaddingMode` (burn-std ops.rs): what a point outside the input reads."""
+
+    Zeros = "zeros"
+    Border = "border"
+    Reflection = "reflection"
+
+
+@dataclass(frozen=True)
+class GridSampleOptions:
+    """burn's `GridSampleOptions`: `GridSampleOptions::default()` is bilinear, zeros padding,
+    `align_corners` false (PyTorch's `F.grid_sample` defaults too). `mode` is an
+    `InterpolateMode` (harness.engine.module_ops) or its value (`"bilinear"`)."""
+
+    mode: object = "bilinear"
+    padding_mode: GridSamplePaddingMode = GridSamplePaddingMode.Zeros
+    align_corners: bool = False
+
+
+def grid_sample_2d(self, grid, options: GridSampleOptions = GridSampleOptions()):
+    """Sample `self` `[N, C, H_in, W_in]` at `grid` `[N, H_out, W_out, 2]` (x, y in [-1, 1])
+    -> `[N, C, H_out, W_out]`: burn's `grid_sample_2d`.
+
+    burn-autodiff does not override `float_grid_sample_2d`, so on the autodiff device it is
+    burn-backend's `float_grid_sample_2d_ref` (ops/modules/grid_sample.rs), this composite in
+    its order: the pixel coordinates (`(g + 1) * (size - 1) / 2` aligned, else
+    `(g + 1) * size / 2 - 0.5`), the padding (Border: `clamp`; Reflection: burn's triangle
+    wave), `floor`, the fractions `g - floor(g)`, four `gather`s of the clamped corner
+    indices, out-of-bounds corners `mask_fill`ed with 0 (Zeros), and the weighted sum
+    `s00 w00 + s01 w01 + s10 w10 + s11 w11`. The integer corner indices carry no gradient and
+    are computed in NumPy (burn's `float_into_int` of the floors, a saturating cast: NaN is 0).
+    The gradient into `grid` is that of the composite: through the fractions (floor's
+    gradient is 0) and Border's clamp.
+
+    Differences: burn-flex's plain-device kernel (ops/grid_sample.rs) computes in f64 and
+    rounds once, the composite rounds each step in the tensor's dtype (float32 results on the
+    plain device can differ from flex by a few ulp). Only `Bilinear` is implemented: the
+    reference panics with `todo!` for other modes (burn on the autodiff device), and flex's
+    `Nearest` kernel is not ported. PyTorch (`F.grid_sample`) computes the same bilinear
+    weights; its Reflection and non-finite coordinates follow its own rules.
+    """
+    mode = getattr(options.mode, "value", options.mode)
+    if mode != "bilinear":
+        name = {"nearest": "Nearest", "bicubic": "Bicubic"}.get(mode, str(mode))
+        raise NotImplementedError(
+            f"Default implementation for grid_sample_2d with {name} unimplemented"
+        )
+    n, c, h_in, w_in = self.shape
+    _, h_out, w_out, _ = grid.shape
+    padding = GridSamplePaddingMode(options.padding_mode)
+    gx = _pixel(grid, 0, w_in, options.align_corners)
+    gy = _pixel(grid, 1, h_in, options.align_corners)
+    if padding is GridSamplePaddingMode.Border:
+        gx, gy = gx.clamp(0.0, float(w_in - 1)), gy.clamp(0.0, float(h_in - 1))
+    elif padding is GridSamplePaddingMode.Reflection:
+        gx = _reflect(gx, w_in, options.align_corners)
+        gy = _reflect(gy, h_in, options.align_corners)
+    fx, fy = gx.floor(), gy.floor()
+    x_frac, y_frac = gx - fx, gy - fy
+    x0, y0 = _saturating_int(fx.numpy()), _saturating_int(fy.numpy())
+    flat = self.reshape([n, c, h_in * w_in])
+    samples = []
+    for dy, dx in ((0, 0), (1, 0), (0, 1), (1, 1)):  # burn's s00, s01, s10, s11
+        xi, yi = x0 + dx, y0 + dy
+        index = np.clip(yi, 0, h_in - 1) * w_in + np.clip(xi, 0, w_in - 1)
+        index = np.broadcast_to(index.reshape(n, 1, h_out * w_out), (n, c, h_out * w_out))
+        sample = flat.gather(2, self.__class__.from_numpy(index, self.device))
+        sample = sample.reshape([n, c, h_out, w_out])
+        if padding is GridSamplePaddingMode.Zeros:
+            outside = ~((xi >= 0) & (xi < w_in) & (yi >= 0) & (yi < h_in))
+            outside = np.broadcast_to(outside, (n, c, h_out, w_out))
+            sample = sample.mask_fill(self.__class__.from_numpy(outside, self.device), 0.0)
+        samples.append(sample)
+    one_minus_x, one_minus_y = x_frac.neg().add_scalar(1.0), y_frac.neg().add_scalar(1.0)
+    weights = (one_minus_x * one_minus_y, one_minus_x * y_frac, x_frac * one_minus_y)
+    result = samples[0] * weights[0]
+    result = result + samples[1] * weights[1]
+    result = result + samples[2] * weights[2]
+    return result + samples[3] * (x_frac * y_frac)
+
+
+def _pixel(grid, axis: int, size: int, align_corners: bool):
+    """One coordinate of the grid `[N, 1, H_out, W_out]`, in pixels."""
+    n, h_out, w_out, _ = grid.shape
+    g = grid.slice([None, None, None, (axis, axis + 1)]).reshape([n, 1, h_out, w_out])
+    if align_corners:
+        return g.add_scalar(1.0).mul_scalar((size - 1.0) / 2.0)
+    return g.add_scalar(1.0).mul_scalar(size / 2.0).sub_scalar(0.5)
+
+
+def _reflect(coords, size: int, align_corners: bool):
+    """burn's `reflect_coordinates`: a triangle wave over [0, size - 1] (aligned) or
+    [-0.5, size - 0.5], its bounds and period in f32 as burn computes them."""
+    lo, hi = (0.0, np.float32(size - 1.0)) if align_corners else (-0.5, np.float32(size - 0.5))
+    span = float(np.float32(hi) - np.float32(lo))
+    if span <= 0.0:
+        return coords.mul_scalar(0.0).add_scalar(float(lo))
+    period = float(np.float32(2.0) * np.float32(span))
+    x = coords.sub_scalar(float(lo)).abs()
+    x_mod = x - x.div_scalar(period).floor().mul_scalar(period)
+    return x_mod.sub_scalar(span).abs().sub_scalar(span).neg().add_scalar(float(lo))
+
+
+def _saturating_int(values: np.ndarray) -> np.ndarray:
+    """Rust's `as` cast to an integer: NaN to 0, out of range to the bound."""
+    with np.errstate(invalid="ignore"):
+        clipped = np.clip(np.nan_to_num(values, nan=0.0), -(2.0**62), 2.0**62)
+    return clipped.astype(np.int64)

@@ -5,8 +5,11 @@
 `deform_conv2d` (with `DeformConvOptions`), `unfold4d` / `fold4d` (with `UnfoldOptions`),
 `max_pool1d/2d` (and `_with_indices`, `max_pool2d_with_indices_backward`), `avg_pool1d/2d`
 (and `avg_pool2d_backward`), `adaptive_avg_pool1d/2d/3d`,
-`embedding`, `interpolate` (with `InterpolateOptions` / `InterpolateMode`), and the constant
-`pad` of burn's `Tensor::pad`.
+`embedding`, `interpolate` (with `InterpolateOptions` / `InterpolateMode`), the constant
+`pad` of burn's `Tensor::pad`, and burn-backend's default composites `layer_norm`,
+`batch_norm`, `attention` / `attention_fallback` (with `AttentionModuleOptions`) and
+`ctc_loss`, which the LayerNorm, BatchNorm and CTCLoss modules call (their checks:
+harness.engine.ops.module_checks).
 
 Each op is one primitive registered in harness.engine.ops (linalg.py, conv.py, pool.py:
 forward, rule and op-matrix facts), the convolutions and pools over the NumPy kernels of
@@ -19,6 +22,7 @@ burn-autodiff nor burn-flex overrides them), so their gradients are those of the
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,7 +30,10 @@ import numpy as np
 
 from harness.engine import kernels
 from harness.engine.autodiff import NONE
+from harness.engine.composites import GridSampleOptions, GridSamplePaddingMode
 from harness.engine.errors import AutodiffError, ShapeError
+from harness.engine.kernels._common import fmt
+from harness.engine.loss.reduction import NEG_INF, index_constant, mask_constant, neg_inf_constant
 from harness.engine.methods import (
     ternary_result,
     unary_result,
@@ -38,18 +45,24 @@ from harness.engine.ops import interpolate as interpolate_ops
 from harness.engine.tensor import Tensor
 
 __all__ = [
+    "AttentionModuleOptions",
     "ConvOptions",
     "ConvTransposeOptions",
     "DeformConvOptions",
+    "GridSampleOptions",
+    "GridSamplePaddingMode",
     "InterpolateMode",
     "InterpolateOptions",
     "UnfoldOptions",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
     "adaptive_avg_pool3d",
+    "attention",
+    "attention_fallback",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool2d_backward",
+    "batch_norm",
     "conv1d",
     "conv2d",
     "conv2d_weight_backward",
@@ -57,10 +70,12 @@ __all__ = [
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
+    "ctc_loss",
     "deform_conv2d",
     "embedding",
     "fold4d",
     "interpolate",
+    "layer_norm",
     "linear",
     "max_pool1d",
     "max_pool1d_with_indices",
@@ -507,3 +522,224 @@ def interpolate(x: Tensor, output_size, options: InterpolateOptions) -> Tensor:
         interpolate_ops.INTERPOLATE, x, output_size=tuple(int(n) for n in output_size),
         mode=mode.value, align_corners=bool(options.align_corners),
     )  # fmt: skip
+
+
+# ---- normalisation and attention: burn-backend's default composites -------------------------
+
+
+def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None, epsilon: float) -> Tensor:
+    """burn's `layer_norm`: `(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last
+    dimension, biased variance.
+
+    burn-autodiff does not override the backend's `layer_norm`, so on the autodiff device it
+    is `ModuleOps::layer_norm`'s default (burn-backend ops/modules/base.rs), this composite of
+    primitives in this order: `mean_dim`, `sub`, `mul(centered, centered)`, `mean_dim` (the
+    variance), `add_scalar(eps)`, `sqrt`, `div`, `mul(gamma)`, `add(beta)`. The variance's
+    gradient therefore goes through `mean_dim`'s backward, whose `1/n` is computed in f64
+    (`float_mean_dim`), not through a division by a scalar (whose backward rounds `1/s` to f32
+    even for f64 tensors). On the plain device burn-flex runs a fused row kernel
+    (ops/activation.rs `layer_norm`) that rounds differently; the engine keeps the composite.
+    """
+    dim = x.ndim - 1
+    mean = x.mean_dim(dim)
+    centered = x - mean
+    var = (centered * centered).mean_dim(dim)
+    out = centered / (var + epsilon).sqrt()
+    out = out * gamma
+    return out if beta is None else out + beta
+
+
+def batch_norm(x: Tensor, gamma, beta, mean, variance, epsilon: float) -> Tensor:
+    """burn's `burn::tensor::module::batch_norm` (burn-backend `ModuleOps::batch_norm`'s
+    default): each `[channels]` tensor reshaped to `[1, channels, 1, ...]`, then
+    `(x - mean) / sqrt(variance + epsilon) * gamma + beta`."""
+    if x.ndim < 2:
+        raise ShapeError("batch norm requires an input rank of at least 2")
+    channels = x.shape[1]
+    shape = [1] * x.ndim
+    shape[1] = channels
+    for name, t in (("gamma", gamma), ("beta", beta), ("mean", mean), ("variance", variance)):
+        if tuple(t.shape) != (channels,):
+            raise ShapeError(
+                f"invalid batch norm {name} shape: expected [{channels}], got {fmt(t.shape)}"
+            )
+    std = (variance.reshape(shape) + epsilon).sqrt()
+    normalized = (x - mean.reshape(shape)) / std
+    return normalized * gamma.reshape(shape) + beta.reshape(shape)
+
+
+@dataclass(frozen=True)
+class AttentionModuleOptions:
+    """burn's `AttentionModuleOptions` (burn-std ops.rs): `scale` (None: `1/sqrt(head_dim)`),
+    `softcap` (None: off; positive) and `is_causal` (bottom-right aligned)."""
+
+    scale: float | None = None
+    softcap: float | None = None
+    is_causal: bool = False
+
+
+def attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    attn_bias: Tensor | None = None,
+    options: AttentionModuleOptions = AttentionModuleOptions(),
+) -> Tensor:
+    """burn's `attention`: `softmax(q k^T * scale) v` over `[batch, heads, seq, dim]`, with an
+    optional Bool `mask` (true: masked, -inf), additive `attn_bias`, softcap and causal mask.
+
+    burn-autodiff's `attention` is `attention_fallback` (burn-backend ops/modules/attention.rs),
+    the composite here, in its order: `matmul(q, k^T)`, `mul_scalar(scale)`, softcap
+    (`tanh(s / cap) * cap`), the mask and then the causal mask filled with -inf, `add(bias)`,
+    and a NaN-safe softmax: the row max clamped below at the dtype's most negative finite
+    value and the row sum at its smallest normal, so a fully masked row gives 0 (and a zero
+    gradient). On the plain device burn-flex runs its own kernel (ops/attention.rs); the
+    engine keeps the fallback. MultiHeadAttention does not call this function (burn-nn's
+    module divides by `sqrt(d_k)` and fills -1e4, see harness.engine.nn.attention).
+
+    PyTorch differences (`F.scaled_dot_product_attention`, whose Bool `attn_mask` is true where
+    a key takes part, burn's `mask` where it is masked):
+    - a fully masked row is 0 here, NaN in torch's math path;
+    - a masked score is replaced by -inf here; torch adds -inf to it, so a masked +inf score is
+      NaN there;
+    - `is_causal` is aligned at the bottom-right corner here (key j masked for query i when
+      `j > i + seq_k - seq_q`), at the top-left in torch (`j > i`): they agree when
+      `seq_q == seq_k`;
+    - torch scales `q` and `k` by `sqrt(scale)` each before the product, so the two round
+      differently (about 1 ulp).
+    """
+    if options.softcap is not None and not options.softcap > 0.0:
+        raise ValueError(f"softcap must be positive, got {options.softcap}")
+    scale = options.scale
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    scores = query.matmul(key.transpose()).mul_scalar(scale)
+    if options.softcap is not None:
+        scores = scores.div_scalar(options.softcap).tanh().mul_scalar(options.softcap)
+    if mask is not None:
+        scores = scores.mask_fill(mask, -math.inf)
+    if options.is_causal:
+        scores = scores.mask_fill(_causal_mask(scores), -math.inf)
+    if attn_bias is not None:
+        scores = scores + attn_bias
+    finfo = np.finfo(np.dtype(scores.dtype))
+    row_max = scores.max_dim(3).clamp_min(float(finfo.min))
+    numerator = (scores - row_max).exp()
+    return (numerator / numerator.sum_dim(3).clamp_min(float(finfo.tiny))).matmul(value)
+
+
+attention_fallback = attention
+"""burn's `attention_fallback` (what burn exports to test a backend's `attention` against):
+on the autodiff device burn's `attention` is this function, and so is the engine's."""
+
+
+def _causal_mask(scores: Tensor) -> Tensor:
+    """burn's `build_causal_mask`: true where `col > row + (seq_k - seq_q)`, expanded."""
+    seq_q, seq_k = scores.shape[2], scores.shape[3]
+    rows = np.arange(seq_q)[:, None] + (seq_k - seq_q)
+    future = np.broadcast_to(rows < np.arange(seq_k)[None, :], tuple(scores.shape))
+    return mask_constant(future, scores)
+
+
+# ---- ctc_loss: burn-backend's ctc_loss_default ----------------------------------------------
+
+
+def ctc_loss(
+    log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor, blank: int
+) -> Tensor:
+    """burn's `ctc_loss`: the per-sample loss `[N]` of log-probabilities `[T, N, C]` against
+    padded Int targets `[N, S]` and Int lengths `[N]`.
+
+    burn-backend's `ctc_loss_default` (ops/modules/ctc.rs), which burn-autodiff calls on a
+    backend without `ctc_loss_backward` (flex has none), so the gradient is autodiff's through
+    these ops: the alpha recursion, then `extract_loss`. The same ops in the same order, with
+    two changes that keep values and gradients: the t = 0 row of alpha, which burn writes with
+    two `slice_assign`s into a -inf tensor, is a `cat` of the two gathered values and -inf
+    padding; and the full alpha history (`AlphaCtx::full`), which burn fills at every step but
+    never reads for the loss, is not built. The integer bookkeeping (blank-inserted targets,
+    masks, indices) carries no gradient and is computed in NumPy. Like burn's function it
+    checks nothing (burn-nn's `CTCLoss` asserts the shapes and lengths).
+
+    PyTorch difference: `F.ctc_loss`'s backward assumes `log_probs` are normalised (it returns
+    `exp(log_probs) - posterior`, the gradient through a `log_softmax`); burn's is the gradient
+    of the recursion itself. They agree on the gradient through a `log_softmax` of logits.
+    """
+    targets = targets.numpy()
+    input_lengths, target_lengths = input_lengths.numpy(), target_lengths.numpy()
+    max_input_length, batch_size, num_classes = log_probs.shape
+    max_target_len = targets.shape[1]
+    max_l_prime_len = 2 * max_target_len + 1
+    l_prime = np.full((batch_size, max_l_prime_len), blank, dtype=np.int64)
+    l_prime[:, 1::2] = targets
+
+    # alpha[0, :, 0] = log_probs[0, :, blank], alpha[0, :, 1] = log_probs[0, :, l'[1]].
+    log_probs_t0 = log_probs.slice([(0, 1), None, None]).reshape([batch_size, num_classes])
+    row0 = [
+        log_probs_t0.gather(1, index_constant(l_prime[:, 0:1], log_probs)).reshape(
+            [1, batch_size, 1]
+        )
+    ]
+    if max_l_prime_len > 1:
+        first = log_probs_t0.gather(1, index_constant(l_prime[:, 1:2], log_probs))
+        row0.append(first.reshape([1, batch_size, 1]))
+    if max_l_prime_len > 2:
+        row0.append(neg_inf_constant((1, batch_size, max_l_prime_len - 2), log_probs))
+    log_alpha = Tensor.cat(row0, 2).reshape([batch_size, max_l_prime_len])
+
+    cols = np.arange(max_l_prime_len)
+    shifted = np.concatenate([np.full((batch_size, 2), blank), l_prime[:, :-2]], axis=1)
+    skip = (l_prime != blank) & (l_prime != shifted[:, :max_l_prime_len]) & (cols >= 2)
+    l_prime_mask = mask_constant(skip, log_probs)
+    s_mask = cols[None, :] < (2 * target_lengths + 1)[:, None]
+    t_mask = input_lengths[None, :] > np.arange(max_input_length)[:, None]
+    combined_all = t_mask[:, :, None] & s_mask[None, :, :]
+
+    pad_1 = neg_inf_constant((batch_size, 1), log_probs)
+    pad_2 = neg_inf_constant((batch_size, 2), log_probs)
+    indices_3d = np.broadcast_to(l_prime, (max_input_length, batch_size, max_l_prime_len))
+    log_probs_at_l_full = log_probs.gather(2, index_constant(indices_3d, log_probs))
+
+    for t in range(1, max_input_length):
+        combined = mask_constant(combined_all[t], log_probs)
+        s_m1 = _right_shift(log_alpha, pad_1, max_l_prime_len, 1)
+        s_m2 = _right_shift(log_alpha, pad_2, max_l_prime_len, 2)
+        bar = _log_sum_exp(log_alpha, s_m1)
+        bar_with_skip = _log_sum_exp(bar, s_m2)
+        log_alpha_combined = bar.mask_where(l_prime_mask, bar_with_skip)
+        log_probs_at_l = log_probs_at_l_full.slice([(t, t + 1), None, None]).reshape(
+            [batch_size, max_l_prime_len]
+        )
+        log_alpha = log_alpha.mask_where(combined, log_alpha_combined + log_probs_at_l)
+    return _extract_loss(log_alpha, target_lengths)
+
+
+def _extract_loss(log_alpha: Tensor, target_lengths: np.ndarray) -> Tensor:
+    """`-logsumexp(alpha[T-1, 2 L], alpha[T-1, 2 L - 1])` (the second -inf when L = 0)."""
+    batch_size = log_alpha.shape[0]
+    last_blank = (2 * target_lengths).reshape(batch_size, 1)
+    last_label = np.maximum(last_blank - 1, 0)
+    at_blank = log_alpha.gather(1, index_constant(last_blank, log_alpha)).reshape([batch_size])
+    at_label = log_alpha.gather(1, index_constant(last_label, log_alpha)).reshape([batch_size])
+    at_label = at_label.mask_fill(mask_constant(target_lengths == 0, at_label), NEG_INF)
+    return _log_sum_exp(at_blank, at_label).neg()
+
+
+def _right_shift(tensor: Tensor, padding: Tensor, cols: int, shift: int) -> Tensor:
+    """burn's `right_shift`: `shift` columns of -inf, then the first `cols - shift` columns."""
+    if cols < shift:
+        return padding.slice([None, (0, cols)])
+    if cols == shift:  # burn cats an empty slice; the engine's slice refuses empty ranges
+        return padding
+    return Tensor.cat([padding, tensor.slice([None, (0, cols - shift)])], 1)
+
+
+def _log_sum_exp(a: Tensor, b: Tensor) -> Tensor:
+    """burn's CTC `log_sum_exp`: `max(a, b) + log1p(exp(-|a - b|))`, -inf inputs replaced by 0
+    in the difference so that no NaN reaches the gradient."""
+    a_inf, b_inf = a.equal_elem(NEG_INF), b.equal_elem(NEG_INF)
+    either = mask_constant(np.logical_or(a_inf.numpy(), b_inf.numpy()), a)
+    a_safe, b_safe = a.mask_fill(a_inf, 0.0), b.mask_fill(b_inf, 0.0)
+    mx = a.mask_where(a.lower(b), b)
+    diff = (a_safe - b_safe).abs().neg().mask_fill(either, NEG_INF)
+    return mx + diff.exp().log1p()

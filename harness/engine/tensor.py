@@ -78,7 +78,7 @@ NON_OP_API = frozenset(
         *("from_floats", "from_ints", "from_numpy", "zeros", "ones", "full", "from_inner", "eye"),
         *("device", "shape", "dtype", "ndim", "dims", "numel", "numpy", "tolist", "into_scalar"),
         *("is_autodiff", "is_require_grad", "require_grad", "set_require_grad", "detach"),
-        *("clone", "inner", "backward", "grad", "grad_remove", "grad_replace"),
+        *("clone", "inner", "no_grad", "backward", "grad", "grad_remove", "grad_replace"),
         "all_close",  # a Python bool read back from the device (is_close is the op)
         *("rank", "empty", "empty_like"),  # the rank; tensors of unspecified values (zeros)
     }
@@ -599,6 +599,7 @@ class Tensor(AutodiffMethods):
 
     stack = staticmethod(composites.stack)
     narrow = composites.narrow
+    grid_sample_2d = composites.grid_sample_2d
     chunk = composites.chunk
     split = composites.split
     split_with_sizes = composites.split_with_sizes

@@ -127,6 +127,18 @@ def test_detach_of_an_intermediate_is_an_untracked_leaf():
         d.backward()
 
 
+def test_no_grad_moves_an_autodiff_tensor_off_the_graph_and_keeps_a_plain_one():
+    """burn's `Tensor::no_grad` (api/autodiff.rs): `inner()` when `device().is_autodiff()`,
+    else the tensor itself (where `inner()` would panic)."""
+    x = leaf([3.0])
+    y = (x * 2.0).no_grad()
+    assert not y.is_autodiff() and y.tolist() == [6.0]
+    plain = Tensor.from_floats([1.0], PLAIN)
+    assert plain.no_grad() is plain
+    with pytest.raises(AutodiffError):
+        plain.inner()
+
+
 def test_clone_is_an_alias_with_the_same_node():
     x = leaf([3.0])
     c = x.clone()

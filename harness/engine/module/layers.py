@@ -11,7 +11,7 @@ import numpy as np
 from harness.engine.errors import ShapeError
 from harness.engine.kernels._common import fmt
 from harness.engine.module.core import Config, Module, Param, rust_float, value_rng
-from harness.engine.module_ops import linear
+from harness.engine.module_ops import layer_norm, linear
 from harness.engine.tensor import Tensor
 
 __all__ = [
@@ -147,16 +147,9 @@ class LayerNormConfig(Config):
 
 
 class LayerNorm(Module):
-    """`(x - mean) / sqrt(var + eps) * gamma + beta` over the last dimension, biased variance.
-
-    burn 0.22's module calls the backend's `layer_norm`, which burn-autodiff does not override:
-    the `ModuleOps` default (`crates/burn-backend/src/backend/ops/modules/base.rs`, commit
-    2c06be351006851d42fdb6df16b976f4a82d9747) is this composite of primitives, in this order:
-    `mean_dim`, `sub`, `mul(centered, centered)`, `mean_dim` (the variance), `add_scalar(eps)`,
-    `sqrt`, `div`, `mul(gamma)`, `add(beta)`. The variance's gradient therefore goes through
-    `mean_dim`'s backward, whose `1/n` is computed in f64 (`float_mean_dim`), not through a
-    division by a scalar (whose backward rounds `1/s` to f32 even for f64 tensors).
-    """
+    """burn-nn's `LayerNorm` (modules/norm/layer.rs): `module_ops.layer_norm` over the last
+    dimension with `gamma` and the optional `beta` (float32 and float64 inputs need no
+    widening, burn's `accumulation_dtype` is None for both)."""
 
     def __init__(self, gamma: Param, beta: Param | None, epsilon: float = 1e-5) -> None:
         self.gamma = gamma
@@ -169,10 +162,5 @@ class LayerNorm(Module):
             raise ShapeError(
                 f"LayerNorm: expected an input of shape [..., {d_model}], got shape {fmt(x.shape)}"
             )
-        dim = len(x.shape) - 1
-        mean = x.mean_dim(dim)
-        centered = x - mean
-        var = (centered * centered).mean_dim(dim)
-        out = centered / (var + self.epsilon).sqrt()
-        out = out * self.gamma.val()
-        return out if self.beta is None else out + self.beta.val()
+        beta = None if self.beta is None else self.beta.val()
+        return layer_norm(x, self.gamma.val(), beta, self.epsilon)

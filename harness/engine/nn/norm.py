@@ -17,6 +17,7 @@ import numpy as np
 from harness.engine.errors import ShapeError
 from harness.engine.kernels._common import fmt
 from harness.engine.module import Config, Module, Param, ParamId
+from harness.engine.module_ops import batch_norm
 from harness.engine.tensor import Tensor
 
 from .initializer import Initializer
@@ -248,25 +249,6 @@ def _state_update(state: Param, value: Tensor) -> None:
             f"{type(state).__name__}"
         )
     state.update(value)
-
-
-def batch_norm(x: Tensor, gamma, beta, mean, variance, epsilon: float) -> Tensor:
-    """burn's `burn::tensor::module::batch_norm` (burn-backend `ModuleOps::batch_norm`'s
-    default): each `[channels]` tensor reshaped to `[1, channels, 1, ...]`, then
-    `(x - mean) / sqrt(variance + epsilon) * gamma + beta`."""
-    if x.ndim < 2:
-        raise ShapeError("batch norm requires an input rank of at least 2")
-    channels = x.shape[1]
-    shape = [1] * x.ndim
-    shape[1] = channels
-    for name, t in (("gamma", gamma), ("beta", beta), ("mean", mean), ("variance", variance)):
-        if tuple(t.shape) != (channels,):
-            raise ShapeError(
-                f"invalid batch norm {name} shape: expected [{channels}], got {fmt(t.shape)}"
-            )
-    std = (variance.reshape(shape) + epsilon).sqrt()
-    normalized = (x - mean.reshape(shape)) / std
-    return normalized * gamma.reshape(shape) + beta.reshape(shape)
 
 
 # ---- GroupNorm / InstanceNorm --------------------------------------------------------------

@@ -13,6 +13,7 @@ from . import elementwise, unary, linalg, nn, reductions, shape, indexing, conve
 # and the interpolation of burn-nn's Interpolate modules (issue 28).
 from . import activation, conv, pool, lattice, interpolate  # noqa: F401
 from . import layout, trig, rounding, ordering, selection, activation_checks  # noqa: F401
+from . import module_checks
 
 # isort: on
 from .arrays import unbroadcast
@@ -47,4 +48,5 @@ def composite_checks() -> tuple[Check, ...]:
         + selection.COMPOSITE_CHECKS
         + activation_checks.COMPOSITE_CHECKS
         + conv.COMPOSITE_CHECKS
+        + module_checks.COMPOSITE_CHECKS
     )
