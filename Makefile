@@ -59,10 +59,10 @@ BASELINE_CPU := NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR" \
 emulated-cpus: install
 	mkdir -p out/cpu-avx2 out/cpu-baseline
 	env $(AVX2_CPU) $(BIN)/python compare.py -q --numerics native --out out/cpu-avx2
-	env $(AVX2_CPU) $(BIN)/python -m harness.ops --numerics native --json out/cpu-avx2/ops.json > out/cpu-avx2/ops.txt || (cat out/cpu-avx2/ops.txt; exit 1)
+	env $(AVX2_CPU) $(BIN)/python -m harness.opmatrix --numerics native --json out/cpu-avx2/ops.json > out/cpu-avx2/ops.txt || (cat out/cpu-avx2/ops.txt; exit 1)
 	tail -n 2 out/cpu-avx2/ops.txt
 	env $(BASELINE_CPU) $(BIN)/python compare.py -q --numerics native --out out/cpu-baseline
-	env $(BASELINE_CPU) $(BIN)/python -m harness.ops --numerics native --json out/cpu-baseline/ops.json > out/cpu-baseline/ops.txt || (cat out/cpu-baseline/ops.txt; exit 1)
+	env $(BASELINE_CPU) $(BIN)/python -m harness.opmatrix --numerics native --json out/cpu-baseline/ops.json > out/cpu-baseline/ops.txt || (cat out/cpu-baseline/ops.txt; exit 1)
 	tail -n 2 out/cpu-baseline/ops.txt
 
 test-slow: install
@@ -84,16 +84,16 @@ bench: install
 
 ops: install
 	mkdir -p out
-	$(BIN)/python -m harness.ops $(ARGS)
+	$(BIN)/python -m harness.opmatrix $(ARGS)
 
-# burn's API against the engine's, from the committed harness/ops/burn_api.json (no burn
+# burn's API against the engine's, from the committed harness/opmatrix/burn_api.json (no burn
 # snapshot needed). Regenerate that file from a burn git directory at the pinned commit:
-#   .venv/bin/python -m harness.ops.burn_api extract <burn git dir>
+#   .venv/bin/python -m harness.opmatrix.burn_api extract <burn git dir>
 api: install
-	$(BIN)/python -m harness.ops.burn_api report $(ARGS)
+	$(BIN)/python -m harness.opmatrix.burn_api report $(ARGS)
 
 fuzz: install
-	$(BIN)/python -m harness.ops.fuzz --examples 5000 $(ARGS)
+	$(BIN)/python -m harness.opmatrix.fuzz --examples 5000 $(ARGS)
 
 report: install
 	mkdir -p out

@@ -4,7 +4,7 @@ Run: ``make bench ARGS=benchmarks/bench_ops.py``. Nothing is compared here, so t
 target and nothing to interleave: these are plain pytest-benchmark timings.
 
 `test_matrix_item` is one (op, dtype) item (all shapes x value sets, both sides, forward and
-VJP); `test_full_matrix` is the whole registry once (what `python -m harness.ops` computes);
+VJP); `test_full_matrix` is the whole registry once (what `python -m harness.opmatrix` computes);
 `test_fuzz_program` is one fuzzed program checked on both sides (case text compiled and run).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from harness.ops import fuzz, matrix
-from harness.ops.fuzz import Leaf, Program, Step
+from harness.opmatrix import fuzz, matrix
+from harness.opmatrix.fuzz import Leaf, Program, Step
 
 torch.set_num_threads(1)
 

@@ -1,8 +1,8 @@
 """What every command-line program of the harness shares: exit codes, the one-line error and
 warning, argparse value types, and the check that an option belongs to the mode in use.
 
-Used by ``compare.py``; written so that the op matrix (``python -m harness.ops``) and the
-fuzzer (``python -m harness.ops.fuzz``) can use the same pieces. Usage errors found by argparse
+Used by ``compare.py``; written so that the op matrix (``python -m harness.opmatrix``) and the
+fuzzer (``python -m harness.opmatrix.fuzz``) can use the same pieces. Usage errors found by argparse
 exit 2 through ``parser.error``; everything found later is ``error(prog, ...)``, one line on
 stderr, never a traceback.
 """

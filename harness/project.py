@@ -252,7 +252,7 @@ def with_tolerances(case: Any, tolerances: Mapping[str, Tolerance]) -> Any:
 
 def enter_numerics(args: Sequence[str], start: Path) -> numerics.Entry | numerics.NumericsError:
     """``numerics.enter`` for a program that has not parsed its options yet (the pytest plugin
-    at import, ``python -m harness.ops``): the choice of ``--numerics`` in ``args``, else the
+    at import, ``python -m harness.opmatrix``): the choice of ``--numerics`` in ``args``, else the
     nearest settings' ``numerics``. A bad choice is returned, for the program to report once it
     can; an unreadable settings file counts as the default here (the program that reads the
     settings for real reports it)."""

@@ -1,4 +1,4 @@
-"""The burn API coverage table (harness.ops.burn_api): the committed names file parses, every
+"""The burn API coverage table (harness.opmatrix.burn_api): the committed names file parses, every
 name is present in the engine, left out with a reason, or reported missing; no reason is
 stale; the source readers pick the right names out of Rust text; the report's format."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from harness.ops import burn_api
-from harness.ops.burn_api import (
+from harness.opmatrix import burn_api
+from harness.opmatrix.burn_api import (
     GROUPS,
     LEFT_OUT,
     MISSING,

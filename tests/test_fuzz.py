@@ -9,10 +9,10 @@ from hypothesis import given, settings
 
 from harness import case as case_api
 from harness.checks import evaluate
-from harness.ops import fuzz
-from harness.ops.fuzz import Leaf, Program, Step
-from harness.ops.inject import flipped_rule
-from harness.ops.opinion import TORCH_CLOSER
+from harness.opmatrix import fuzz
+from harness.opmatrix.fuzz import Leaf, Program, Step
+from harness.opmatrix.inject import flipped_rule
+from harness.opmatrix.opinion import TORCH_CLOSER
 from harness.runner import run_case
 
 

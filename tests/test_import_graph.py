@@ -191,8 +191,8 @@ ALSO_FROM = {
 # Modules that must not import these (the runner below the session, neither of them the CLI).
 NEVER = {
     "harness.checks": ("harness.runner", "harness.session", "harness.golden", "harness.cli"),
-    "harness.runner": ("harness.session", "harness.cli", "harness.ops"),
-    "harness.session": ("harness.cli", "harness.ops", "harness.report"),
+    "harness.runner": ("harness.session", "harness.cli", "harness.opmatrix"),
+    "harness.session": ("harness.cli", "harness.opmatrix", "harness.report"),
     # The assertion API runs nothing: it compares values and reads / writes goldens.
     "harness.testing": ("harness.runner", "harness.session", "harness.case", "harness.cli"),
 }

@@ -13,13 +13,13 @@ import pytest
 
 from harness import numerics
 from harness.engine.ops import PRIMITIVES, rule_for
-from harness.ops import cells, matrix
-from harness.ops.cells import DECLARED, FAIL, PASS, valuesets
-from harness.ops.divergences import DIVERGENCES, Divergence
-from harness.ops.inject import differentiable_ops, flipped_rule
-from harness.ops.matrix import run_item
-from harness.ops.opinion import TORCH_CLOSER
-from harness.ops.registry import (
+from harness.opmatrix import cells, matrix
+from harness.opmatrix.cells import DECLARED, FAIL, PASS, valuesets
+from harness.opmatrix.divergences import DIVERGENCES, Divergence
+from harness.opmatrix.inject import differentiable_ops, flipped_rule
+from harness.opmatrix.matrix import run_item
+from harness.opmatrix.opinion import TORCH_CLOSER
+from harness.opmatrix.registry import (
     PAIRS,
     function_of,
     pair,
@@ -264,7 +264,7 @@ def test_cli_names_an_unknown_name_in_one_line_and_exits_2(argv, capsys):
         matrix.main(argv)
     assert exc.value.code == 2
     last = capsys.readouterr().err.splitlines()[-1]
-    assert last.startswith(f"python -m harness.ops: error: argument {argv[0]}: ")
+    assert last.startswith(f"python -m harness.opmatrix: error: argument {argv[0]}: ")
 
 
 @pytest.mark.parametrize(
@@ -278,8 +278,8 @@ def test_cli_names_an_unknown_name_in_one_line_and_exits_2(argv, capsys):
 def test_a_declaration_tied_to_a_torch_kernel_holds_only_while_it_runs(
     monkeypatch, flags, isa, declared
 ):
-    from harness.ops import divergences
-    from harness.ops.registry import PAIRS_BY_NAME
+    from harness.opmatrix import divergences
+    from harness.opmatrix.registry import PAIRS_BY_NAME
 
     monkeypatch.setattr(divergences.numerics, "cpu_flags", lambda: frozenset(flags))
     monkeypatch.setattr(divergences.numerics, "in_force", lambda: {"onednn_max_cpu_isa": isa})

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.ops.opinion import (
+from harness.opmatrix.opinion import (
     BOTH_WITHIN,
     ENGINE_CLOSER,
     EQUALLY_FAR,

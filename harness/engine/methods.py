@@ -34,7 +34,7 @@ def tracked_output(cls, out, parents: tuple, order: int, op: Primitive, saved):
     Node and tensor are built with `object.__new__` and slot stores: in Python 3.11 calling a
     class runs its `__init__` through the slow path of a type call (~700 instructions more),
     and every op output needs both. `op.backward` is read now, so a replaced rule
-    (harness.ops.inject) applies to every graph built afterwards.
+    (harness.opmatrix.inject) applies to every graph built afterwards.
     """
     node = _new(Node)
     node.id = next_node_id()

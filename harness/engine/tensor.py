@@ -72,7 +72,7 @@ _KEPT_DTYPES = (*FLOAT_DTYPES, np.dtype(np.int64), np.dtype(np.bool_))
 
 # The public Tensor API that is not an op: construction, data access and the autodiff API.
 # Every other public attribute is an op, which the op matrix must check against PyTorch
-# (harness.ops.registry.uncovered_methods).
+# (harness.opmatrix.registry.uncovered_methods).
 NON_OP_API = frozenset(
     {
         *("from_floats", "from_ints", "from_numpy", "zeros", "ones", "full", "from_inner", "eye"),

@@ -19,8 +19,8 @@ from harness.engine import (
 from harness.engine.ops import base, checks, differentiable, rule_for
 from harness.engine.ops.arrays import zero_where
 from harness.engine.ops.base import Array, Grad, Tracked, rule_arity
-from harness.ops.cells import compile_pair, make_inputs
-from harness.ops.registry import function_of
+from harness.opmatrix.cells import compile_pair, make_inputs
+from harness.opmatrix.registry import function_of
 
 AD = Device.flex().autodiff()
 CHECKS = checks()

@@ -23,8 +23,8 @@ import torch.nn.functional as F
 
 from harness.engine import PRIMITIVES, Device, Tensor, module_ops
 from harness.engine.errors import ShapeError
-from harness.ops import cells
-from harness.ops.registry import PAIRS, OpPair, ShapeCase
+from harness.opmatrix import cells
+from harness.opmatrix.registry import PAIRS, OpPair, ShapeCase
 
 PLAIN = Device.flex()
 AD = Device.flex().autodiff()

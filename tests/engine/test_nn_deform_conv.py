@@ -3,7 +3,7 @@ deform_conv2d.rs, burn commit 2c06be351006851d42fdb6df16b976f4a82d9747): burn's 
 vectors transcribed (crates/burn-backend-tests/tests/tensor/float/module/deform_conv2d.rs,
 names cited), float64 finite differences of every input (offsets away from integer sample
 coordinates, where the bilinear kinks are), the module against the torch reference
-(harness.ops.torch_reference: grid_sample + autograd; torchvision is not installed), burn's
+(harness.opmatrix.torch_reference: grid_sample + autograd; torchvision is not installed), burn's
 init checks."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from test_kernels_support import finite_difference
 from harness.engine import kernels, module_ops
 from harness.engine.module import Param
 from harness.engine.nn import DeformConv2dConfig, PaddingConfig2d
-from harness.ops.torch_reference import deform_conv2d as torch_deform_conv2d
+from harness.opmatrix.torch_reference import deform_conv2d as torch_deform_conv2d
 
 PERMISSIVE = (0.01, 0.01)  # the test case's Tolerance::permissive()
 

@@ -60,7 +60,7 @@ class SavedShape:
 class Primitive:
     """A registered primitive. `backward` is None for an op whose output is never tracked
     (`untracked` says why). The op plumbing reads `backward` at each call, so replacing it
-    (harness.ops.inject) changes every graph built afterwards, and no copy can disagree."""
+    (harness.opmatrix.inject) changes every graph built afterwards, and no copy can disagree."""
 
     __slots__ = ("backward", "checks", "forward", "inputs", "name", "params", "untracked")
 

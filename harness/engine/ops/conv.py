@@ -345,7 +345,7 @@ def deform_conv2d(
     """burn's `deform_conv2d(x, offset, weight, mask, bias, DeformConvOptions)`: one node with
     x / offset / weight (/ mask / bias) parents, as burn-autodiff's four `DeformConv2D*`
     nodes. torchvision, its PyTorch counterpart, is not installed: the checks compare with
-    harness.ops.torch_reference.deform_conv2d (torch's grid_sample and autograd)."""
+    harness.opmatrix.torch_reference.deform_conv2d (torch's grid_sample and autograd)."""
     opts = {
         "stride": stride,
         "padding": padding,

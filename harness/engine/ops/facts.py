@@ -4,7 +4,7 @@ Each primitive's registration lists the `Check`s of the Tensor methods built on 
 and PyTorch spellings (templates over named inputs `{a}`, `{b}` float tensors, `{m}` a bool
 mask, `{i}` int64 indices, and parameters such as `{dim}`, `{dtype}`, `{other}`), the inputs'
 kinds and value domains, a shape menu, kinks, the declared divergences from PyTorch with the
-relation the values keep there, and how the fuzzer may draw the op. `harness.ops` reads them;
+relation the values keep there, and how the fuzzer may draw the op. `harness.opmatrix` reads them;
 the engine never imports that package (nor torch: the PyTorch side is text).
 
 Layouts: burn has no 0-d tensors, so full reductions return `[1]` where PyTorch returns 0-d.
@@ -145,7 +145,7 @@ class Diverges:
     reason: str
     condition: Condition | None = None
     # The torch kernel the difference belongs to, when torch's result depends on the CPU path
-    # (a name in harness.ops.divergences.TORCH_KERNELS): declared only while it is in force.
+    # (a name in harness.opmatrix.divergences.TORCH_KERNELS): declared only while it is in force.
     torch_kernel: str | None = None
 
 

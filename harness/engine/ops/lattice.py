@@ -294,7 +294,7 @@ MAX_PAIR = differentiable(
                     NAN_OTHER,
                 ),
             ),
-            # Not fuzzed, as max() is not (harness.ops.fuzz): the fuzzer's values sit on a 1/4
+            # Not fuzzed, as max() is not (harness.opmatrix.fuzz): the fuzzer's values sit on a 1/4
             # grid, where ties, at which the conventions differ, are common.
         ),
         # Broadcasting sums the gradient of `other` over ties and non-ties alike, so no

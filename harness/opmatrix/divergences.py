@@ -29,7 +29,7 @@ import numpy as np
 from harness import numerics
 from harness.case import Relation
 from harness.engine.ops.facts import Condition
-from harness.ops.registry import PAIRS, OpPair
+from harness.opmatrix.registry import PAIRS, OpPair
 from harness.tolerances import default_tolerance
 
 

@@ -5,7 +5,7 @@ pair's declared layout mapping, raw output shapes are compared separately, and v
 products are compared for every float input: the engine backpropagates from `<out, cot>`
 (`_seeded`), PyTorch runs `autograd.grad(out, inputs, cot)`, with one seeded random cotangent
 per cell. Tolerances come from `harness.tolerances`, the statistics from `harness.diff`; a
-failing float32 comparison gets a float64 third opinion (`harness.ops.opinion`).
+failing float32 comparison gets a float64 third opinion (`harness.opmatrix.opinion`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import torch
 from harness.diff import TensorDiff, diff_arrays
 from harness.engine import AutodiffError, Device, Tensor
 from harness.engine.ops.facts import Rounding
-from harness.ops import torch_reference
-from harness.ops.opinion import Opinion, third_opinion
-from harness.ops.registry import (
+from harness.opmatrix import torch_reference
+from harness.opmatrix.opinion import Opinion, third_opinion
+from harness.opmatrix.registry import (
     BOOL,
     ENGINE_NAMESPACE,
     FLOAT,

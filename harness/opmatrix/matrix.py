@@ -1,8 +1,8 @@
 """The op matrix: every registered op x {float32, float64} x shapes x value sets, both sides.
 
-An *item* is one (op, dtype): every cell of it (`harness.ops.cells`: shapes x value sets,
+An *item* is one (op, dtype): every cell of it (`harness.opmatrix.cells`: shapes x value sets,
 forward and VJP against PyTorch). A comparison that disagrees is "declared" when
-`harness.ops.divergences` lists it, else a failure; a declaration that stops diverging fails.
+`harness.opmatrix.divergences` lists it, else a failure; a declaration that stops diverging fails.
 
 Data first: `run_item` returns an `ItemResult`; `render_table` / `matrix_json` present it.
 """
@@ -22,11 +22,11 @@ import numpy as np
 from harness import numerics
 from harness.case import OUT_DIR
 from harness.cli import exit_code, names_of
-from harness.ops import divergences as div_table
-from harness.ops.cells import DECLARED, DTYPES, FAIL, PASS, Comparison, run_cell, valuesets
-from harness.ops.inject import flipped_rule, rule_name
-from harness.ops.opinion import opinion_json, render_opinion
-from harness.ops.registry import PAIRS, PAIRS_BY_NAME, pair
+from harness.opmatrix import divergences as div_table
+from harness.opmatrix.cells import DECLARED, DTYPES, FAIL, PASS, Comparison, run_cell, valuesets
+from harness.opmatrix.inject import flipped_rule, rule_name
+from harness.opmatrix.opinion import opinion_json, render_opinion
+from harness.opmatrix.registry import PAIRS, PAIRS_BY_NAME, pair
 from harness.record import atomic_write_text, json_float
 from harness.tolerances import TABLE_VERSION
 
@@ -299,8 +299,8 @@ def _json_default(value):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m harness.ops`: print the coverage table, write out/ops.json, exit 1 on fail."""
-    parser = argparse.ArgumentParser(prog="python -m harness.ops", description=__doc__)
+    """`python -m harness.opmatrix`: print the coverage table, write out/ops.json, exit 1 on fail."""
+    parser = argparse.ArgumentParser(prog="python -m harness.opmatrix", description=__doc__)
     parser.add_argument(
         "--ops", type=names_of(PAIRS_BY_NAME, "op"), help="comma-separated op names (default: all)"
     )
@@ -321,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--numerics",
         metavar="PROFILE",
-        help="portable (default) or native: put in force by `python -m harness.ops` at start-up",
+        help="portable (default) or native: put in force by `python -m harness.opmatrix` at start-up",
     )
     args = parser.parse_args(argv)  # a bad name exits 2 with one line, through argparse
     names, dtypes = args.ops, tuple(args.dtypes)

@@ -1,7 +1,7 @@
 """Differential fuzzing: Hypothesis draws small programs over the op set, both sides run them.
 
 A `Program` is a few leaves (float32 tensors of small shapes, values on a 1/4 grid so sums are
-exact) and a few steps, each an op of `harness.ops.registry` applied to earlier values. Its
+exact) and a few steps, each an op of `harness.opmatrix.registry` applied to earlier values. Its
 source text is a case file in the project's format (`torch_side`, `engine_side`, `CHECKS`):
 the fuzzer runs exactly that text, so what it prints on a failure is what it ran. Both sides
 compute the output and the gradients of every leaf for the loss `sum(out * cot)` with
@@ -16,10 +16,10 @@ divergence: each value carries an interval, and `log`, `sqrt`, `recip`, `div`...
 only where the interval keeps them away from 0, `exp` only where it cannot overflow, and no
 value may exceed `BOUND` in magnitude. Which ops are drawn, and the interval rule of each, are
 the `fuzz` facts of their registrations (harness/engine/ops/). Ops whose conventions differ
-on purpose at kinks (`max()` on ties, `cast`) are left out; `harness.ops.divergences` covers
+on purpose at kinks (`max()` on ties, `cast`) are left out; `harness.opmatrix.divergences` covers
 them in the matrix.
 
-`python -m harness.ops.fuzz --examples 5000` runs a longer search; on a failure it prints the
+`python -m harness.opmatrix.fuzz --examples 5000` runs a longer search; on a failure it prints the
 shrunk program as a case file, the comparison and the float64 third opinion, and exits 1.
 """
 
@@ -41,9 +41,9 @@ from hypothesis import strategies as st
 from harness.cli import exit_code, positive_int
 from harness.diff import TensorDiff, diff_arrays
 from harness.engine.ops.facts import Abs, FuzzBinary, FuzzElementwise, FuzzStructural, size
-from harness.ops.inject import flipped_rule, rule_name
-from harness.ops.opinion import Opinion, render_opinion, third_opinion
-from harness.ops.registry import ENGINE_IMPORT, PAIRS, pair, render
+from harness.opmatrix.inject import flipped_rule, rule_name
+from harness.opmatrix.opinion import Opinion, render_opinion, third_opinion
+from harness.opmatrix.registry import ENGINE_IMPORT, PAIRS, pair, render
 from harness.report import row_summary
 from harness.tolerances import Tolerance
 
@@ -56,7 +56,7 @@ DTYPE = "float32"
 FUZZ_TOL = Tolerance(
     1e-5,
     rtol=1e-4,
-    reason="composed float32 programs amplify rounding (harness.ops.fuzz.FUZZ_TOL)",
+    reason="composed float32 programs amplify rounding (harness.opmatrix.fuzz.FUZZ_TOL)",
 )
 CI_EXAMPLES = 100
 LEAF_SHAPES = ((), (3,), (2, 3), (3, 2), (1, 3), (2, 1))
@@ -215,7 +215,7 @@ def case_source(program: Program, name: str = "fuzz_found", dtype: str = DTYPE) 
     egrads = ", ".join(f'"grad.x{k}": x{k}.grad(grads)' for k in range(len(data)))
     ops = ", ".join(s.op for s in program.steps)
     lines = [
-        f'"""{name}: a {len(program.steps)}-step program ({ops}) found by harness.ops.fuzz,',
+        f'"""{name}: a {len(program.steps)}-step program ({ops}) found by harness.opmatrix.fuzz,',
         "on which the engine and PyTorch disagree (the output or a leaf gradient of sum(out)).",
         '"""',
         "",
@@ -428,8 +428,8 @@ def render_run(run: FuzzRun, name: str = "fuzz_found") -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m harness.ops.fuzz [--examples N] [--seed S]`: exit 1 on a disagreement."""
-    parser = argparse.ArgumentParser(prog="python -m harness.ops.fuzz", description=__doc__)
+    """`python -m harness.opmatrix.fuzz [--examples N] [--seed S]`: exit 1 on a disagreement."""
+    parser = argparse.ArgumentParser(prog="python -m harness.opmatrix.fuzz", description=__doc__)
     parser.add_argument("--examples", type=positive_int, default=CI_EXAMPLES)
     parser.add_argument("--seed", type=int, help="random seed (default: derandomized)")
     parser.add_argument("--max-steps", type=positive_int, default=5)

@@ -18,8 +18,8 @@ present (the engine has it under the same name: a `Tensor` attribute, a function
 every name, the counts and the missing names, and exits 0: the table is a measurement; the
 tests check that the files parse and that no reason is stale.
 
-    python -m harness.ops.burn_api extract BURN_GIT_DIR [--commit SHA]
-    python -m harness.ops.burn_api report [--missing-only]
+    python -m harness.opmatrix.burn_api extract BURN_GIT_DIR [--commit SHA]
+    python -m harness.opmatrix.burn_api report [--missing-only]
 """
 
 from __future__ import annotations
@@ -298,7 +298,7 @@ def render(entries: list[Entry], *, missing_only: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m harness.ops.burn_api", description=__doc__.split("\n\n", 1)[0]
+        prog="python -m harness.opmatrix.burn_api", description=__doc__.split("\n\n", 1)[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("extract", help=f"read burn's source, write {NAMES.name}")
