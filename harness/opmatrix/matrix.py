@@ -299,7 +299,8 @@ def _json_default(value):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m harness.opmatrix`: print the coverage table, write out/ops.json, exit 1 on fail."""
+    """`python -m harness.opmatrix`: print the coverage table, write out/ops.json; exit 1 on a
+    failure."""
     parser = argparse.ArgumentParser(prog="python -m harness.opmatrix", description=__doc__)
     parser.add_argument(
         "--ops", type=names_of(PAIRS_BY_NAME, "op"), help="comma-separated op names (default: all)"
@@ -321,7 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--numerics",
         metavar="PROFILE",
-        help="portable (default) or native: put in force by `python -m harness.opmatrix` at start-up",
+        help="portable (default) or native: put in force by `python -m harness.opmatrix` at "
+        "start-up",
     )
     args = parser.parse_args(argv)  # a bad name exits 2 with one line, through argparse
     names, dtypes = args.ops, tuple(args.dtypes)

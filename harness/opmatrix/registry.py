@@ -3,10 +3,11 @@
 An `OpPair` (the engine's `harness.engine.ops.facts.Check`) holds two expression templates,
 one per framework, over named inputs (`{a}`, `{b}` float tensors, `{m}` a bool mask, `{i}`
 int64 indices) and a few named parameters (`{dim}`, `{dtype}`, `{other}`). The matrix
-(`harness.opmatrix.matrix`) compiles the templates into functions; the fuzzer (`harness.opmatrix.fuzz`)
-formats them with its own variable names and prints the very text it ran as a case file. So a
-spelling (PyTorch's `keepdim=True`, `transpose`, `torch.where` argument order...) lives in
-exactly one place: the registration of the primitive (harness/engine/ops/).
+(`harness.opmatrix.matrix`) compiles the templates into functions; the fuzzer
+(`harness.opmatrix.fuzz`) formats them with its own variable names and prints the very text
+it ran as a case file. So a spelling (PyTorch's `keepdim=True`, `transpose`, `torch.where`
+argument order...) lives in exactly one place: the registration of the primitive
+(harness/engine/ops/).
 """
 
 from __future__ import annotations
