@@ -39,6 +39,7 @@ from .facts import (
     Diverges,
     FuzzElementwise,
     Input,
+    composite,
     menu,
     mono,
     unary,
@@ -203,13 +204,8 @@ _SOFTPLUS_OVERFLOW = (
 )
 
 
-def _composite(check: Check) -> Check:
-    """A check of a composite, owned by no rule (its name stands for the op)."""
-    return check.of(check.method)
-
-
 COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
-    _composite(c)
+    composite(c)
     for c in (
         unary(
             "silu",

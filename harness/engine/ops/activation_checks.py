@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import facts
-from .facts import CLAMP_KINKS, ZERO_KINKS, Check, Condition, Diverges, menu, unary
+from .facts import CLAMP_KINKS, ZERO_KINKS, Check, Condition, Diverges, composite, menu, unary
 
 _CLAMP_NAN = Diverges(
     "*/*/specials/vjp.a",
@@ -30,11 +30,6 @@ def _at_bounds(valueset: str) -> Diverges:
     )
 
 
-def _composite(check: Check) -> Check:
-    """A check of a composite, owned by no rule (its name stands for the op)."""
-    return check.of(check.method)
-
-
 _SELU_ALPHA = 1.6732632423543772
 
 
@@ -51,7 +46,7 @@ def _where_trap(name: str) -> Diverges:
 
 
 COMPOSITE_CHECKS: tuple[Check, ...] = tuple(
-    _composite(c)
+    composite(c)
     for c in (
         unary(
             "elu",
