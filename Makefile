@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: install example-venv compare test test-slow emulated-cpus golden bench report lint format ops api fuzz clean
+.PHONY: install example-venv compare test test-slow emulated-cpus cpu-avx2 cpu-baseline golden bench report lint format ops api fuzz clean
 
 install: $(STAMP)
 
@@ -56,14 +56,18 @@ BASELINE_CPU := NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR" \
 	ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_CBWR=COMPATIBLE \
 	OPENBLAS_CORETYPE=Nehalem GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA
 
+# The two CPUs run side by side (each is one process at a time: compare.py --jobs 1, then the
+# op matrix), their output kept together per CPU.
 emulated-cpus: install
-	mkdir -p out/cpu-avx2 out/cpu-baseline
-	env $(AVX2_CPU) $(BIN)/python compare.py -q --numerics native --out out/cpu-avx2
-	env $(AVX2_CPU) $(BIN)/python -m harness.opmatrix --numerics native --json out/cpu-avx2/ops.json > out/cpu-avx2/ops.txt || (cat out/cpu-avx2/ops.txt; exit 1)
-	tail -n 2 out/cpu-avx2/ops.txt
-	env $(BASELINE_CPU) $(BIN)/python compare.py -q --numerics native --out out/cpu-baseline
-	env $(BASELINE_CPU) $(BIN)/python -m harness.opmatrix --numerics native --json out/cpu-baseline/ops.json > out/cpu-baseline/ops.txt || (cat out/cpu-baseline/ops.txt; exit 1)
-	tail -n 2 out/cpu-baseline/ops.txt
+	$(MAKE) --no-print-directory -j2 --output-sync=target cpu-avx2 cpu-baseline
+
+cpu-avx2 cpu-baseline: install
+	mkdir -p out/$@
+	env $(if $(findstring avx2,$@),$(AVX2_CPU),$(BASELINE_CPU)) $(BIN)/python compare.py -q \
+		--jobs 1 --numerics native --out out/$@
+	env $(if $(findstring avx2,$@),$(AVX2_CPU),$(BASELINE_CPU)) $(BIN)/python -m harness.opmatrix \
+		--numerics native --json out/$@/ops.json > out/$@/ops.txt || (cat out/$@/ops.txt; exit 1)
+	tail -n 2 out/$@/ops.txt
 
 test-slow: install
 	$(PYTEST) -m slow -p no:xdist -q $(ARGS) || test $$? -eq 5  # 5: no test is marked slow
