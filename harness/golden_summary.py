@@ -20,7 +20,7 @@ is compared with it as follows:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -30,6 +30,7 @@ import numpy as np
 from harness import record, sidecar
 from harness.diff import Diff, RowStatus
 from harness.float_dtypes import is_float, numpy_dtype
+from harness.tolerances import Tolerance
 
 STATISTICS = ("min", "max", "mean", "l2")  # compared within tolerance
 COUNTS = ("nan", "inf")  # compared exactly
@@ -95,12 +96,13 @@ def _statistics(summary: Mapping[str, Any], dtype: str) -> np.ndarray:
     return np.array(wide, numpy_dtype(dtype) if is_float(numpy_dtype(dtype)) else np.float64)
 
 
-def tol_for(stand: StandIns, tol_for: Any) -> Any:
-    """``tol_for`` that resolves a summarised key's tolerance at its own dtype."""
+def tol_for(stand: StandIns, base: Callable[[str, str], Tolerance]) -> Callable:
+    """``base`` (``golden_tol_for``), resolving a summarised key's tolerance at its own dtype
+    (its statistics row is float64 for integer tensors)."""
 
-    def resolve(key: str, dtype: str) -> Any:
+    def resolve(key: str, dtype: str) -> Tolerance:
         entry = stand.by_summary.get(key)
-        return tol_for(key, entry.dtype if entry is not None else dtype)
+        return base(key, entry.dtype if entry is not None else dtype)
 
     return resolve
 

@@ -197,3 +197,16 @@ def test_golden_summary_must_be_a_list_of_globs(tmp_path):
 def test_no_committed_golden_is_summary_only():
     root = Path(__file__).resolve().parent.parent / "golden"
     assert not [p for p in root.rglob("*.json") if '"summary_only"' in p.read_text()]
+
+
+def test_file_mode_refuses_a_summary_only_file_in_one_line(golden_dir, tmp_path, capsys):
+    import compare
+
+    full = tmp_path / "full.json"
+    record.write_side(full, "demo", "engine", values(weights()), ENV)
+    path = golden_file(golden_dir)
+    assert compare.main([str(path), str(full)]) == 2
+    assert capsys.readouterr().err == (
+        f"compare.py: error: {path}: params.w: a summary-only golden entry (GOLDEN_SUMMARY)"
+        " holds no elements to compare; compare its .obtained or out/ file instead\n"
+    )

@@ -37,7 +37,6 @@ from harness.record.values import (
     SideRecord,
     SummaryOnly,
 )
-from harness.summary import summary_form_problem
 
 try:  # orjson makes the codec several times faster; the stdlib path writes the same bytes.
     import orjson as _orjson
@@ -379,7 +378,7 @@ class _Reader(LooseReading):
         if obj["summary_only"] is not True:
             raise self.fail(key, f"summary_only must be true, not {_preview(obj['summary_only'])}")
         self.fingerprint(key, obj)
-        problem = summary_form_problem(obj["summary"])
+        problem = sidecar.summary_form_problem(obj["summary"])
         if problem:
             raise self.fail(key, problem)
         return SummaryOnly(dtype, tuple(shape), obj["sha256"], dict(obj["summary"]))
