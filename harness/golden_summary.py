@@ -8,11 +8,11 @@ is compared with it as follows:
 - equal dtype, shape and sha256: the bytes are the golden's, so the fresh value stands in for
   the golden's and the row is a real, bit-identical comparison;
 - a different dtype or shape (or no tensor): the row says so, no value is compared;
-- a different sha256: the golden has no elements to compare, so the row compares the four
-  statistics min, max, mean and l2 (at the key's dtype, with the key's golden tolerance) and
-  requires equal NaN and infinity counts. The row is never bit-identical, so under the
-  golden's own fingerprint it fails as any other golden that is not bit-identical; the
-  report says that only the summary was compared (:func:`summary_note`).
+- a different sha256: the golden has no elements to compare, so one row per statistic
+  (``params.w:max``) compares min, max, mean and l2 (at the key's dtype, with the key's golden
+  tolerance) and the NaN and infinity counts (exactly). These rows are never bit-identical,
+  so under the golden's own fingerprint the key fails as any golden that is not
+  bit-identical; the report says that only the summary was compared (:func:`summary_note`).
 
 ``.obtained`` files and ``out/`` keep the full data, so a reviewer sees the elements.
 """
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from harness import record, sidecar
-from harness.diff import Diff, RowStatus
+from harness.diff import Diff
 from harness.float_dtypes import is_float, numpy_dtype
 from harness.tolerances import Tolerance
 
@@ -49,20 +49,26 @@ def summarised_keys(patterns: Sequence[str], values: Mapping[str, Any]) -> tuple
 class StandIns:
     """Golden and fresh mappings ``diff_values`` can compare, and what was replaced.
 
-    ``by_summary``: key -> the golden's entry, for keys whose rows compare statistics only;
-    ``counts_differ``: those of them whose NaN or infinity counts differ.
+    A key compared by its summary is replaced by one 0-d value per statistic, named
+    ``<key>:<statistic>`` (``params.w:max``), so a report names the statistic that moved and
+    never shows an index that could be read as an element's. ``by_summary``: stand-in name ->
+    ``(key, the golden's entry)``.
     """
 
     golden: dict[str, Any]
     fresh: dict[str, Any]
-    by_summary: dict[str, record.SummaryOnly]
-    counts_differ: frozenset[str]
+    by_summary: dict[str, tuple[str, record.SummaryOnly]]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The keys compared by their summary, in order."""
+        return tuple(dict.fromkeys(key for key, _ in self.by_summary.values()))
 
 
 def stand_ins(golden: Mapping[str, Any], fresh: Mapping[str, Any]) -> StandIns:
     """Replace every summary-only golden entry (and its fresh value) by comparable values."""
     golden, fresh = dict(golden), dict(fresh)
-    by_summary, counts_differ = {}, set()
+    replaced: dict[str, tuple[dict, dict]] = {}
     for key, entry in golden.items():
         if not isinstance(entry, record.SummaryOnly):
             continue
@@ -72,13 +78,25 @@ def stand_ins(golden: Mapping[str, Any], fresh: Mapping[str, Any]) -> StandIns:
         elif sidecar.sha256_of(value) == entry.sha256:
             golden[key] = value  # the same bytes
         else:
-            summary = sidecar.summarize(value)
-            golden[key] = _statistics(entry.summary, entry.dtype)
-            fresh[key] = _statistics(summary, entry.dtype)
-            by_summary[key] = entry
-            if any(summary[c] != entry.summary[c] for c in COUNTS):
-                counts_differ.add(key)
-    return StandIns(golden, fresh, by_summary, frozenset(counts_differ))
+            ours = sidecar.summarize(value)
+            replaced[key] = (_statistics(key, entry, entry.summary), _statistics(key, entry, ours))
+    by_summary = {name: (key, golden[key]) for key, (g, _) in replaced.items() for name in g}
+    clash = sorted(set(by_summary) & (set(golden) | set(fresh)))
+    if clash:
+        raise ValueError(f"{clash[0]}: a key named as a summary statistic of another key")
+    return StandIns(
+        _expand(golden, {k: g for k, (g, _) in replaced.items()}),
+        _expand(fresh, {k: f for k, (_, f) in replaced.items()}),
+        by_summary,
+    )
+
+
+def _expand(values: dict[str, Any], replaced: Mapping[str, dict]) -> dict[str, Any]:
+    """``values`` with each replaced key's statistics in its place."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        out.update(replaced.get(key, {key: value}))
+    return out
 
 
 def _same_layout(entry: record.SummaryOnly, value: Any) -> bool:
@@ -89,40 +107,45 @@ def _same_layout(entry: record.SummaryOnly, value: Any) -> bool:
     )
 
 
-def _statistics(summary: Mapping[str, Any], dtype: str) -> np.ndarray:
-    """min, max, mean, l2 at the key's float dtype (float64 for integers and bools), so the
-    key's own tolerance applies; a statistic of no finite element (None) is NaN."""
-    wide = [np.nan if summary[s] is None else float(summary[s]) for s in STATISTICS]
-    return np.array(wide, numpy_dtype(dtype) if is_float(numpy_dtype(dtype)) else np.float64)
+def _statistics(key: str, entry: record.SummaryOnly, summary: Mapping[str, Any]) -> dict:
+    """``<key>:<statistic>`` -> a 0-d value: min, max, mean, l2 at the key's float dtype
+    (float64 for integers and bools), so the key's own tolerance applies, NaN for a statistic
+    of no finite element (None); the nan / inf counts as int64."""
+    dtype = numpy_dtype(entry.dtype)
+    dtype = dtype if is_float(dtype) else np.dtype(np.float64)
+    out = {}
+    for name in STATISTICS:
+        out[f"{key}:{name}"] = np.array(np.nan if summary[name] is None else summary[name], dtype)
+    for name in COUNTS:
+        out[f"{key}:{name}"] = np.array(summary[name], np.int64)
+    return out
 
 
 def tol_for(stand: StandIns, base: Callable[[str, str], Tolerance]) -> Callable:
-    """``base`` (``golden_tol_for``), resolving a summarised key's tolerance at its own dtype
-    (its statistics row is float64 for integer tensors)."""
+    """``base`` (``golden_tol_for``) for every key; a statistic gets its key's tolerance at
+    the key's dtype, a count is compared exactly."""
 
-    def resolve(key: str, dtype: str) -> Tolerance:
-        entry = stand.by_summary.get(key)
-        return base(key, entry.dtype if entry is not None else dtype)
+    def resolve(name: str, dtype: str) -> Tolerance:
+        found = stand.by_summary.get(name)
+        if found is None:
+            return base(name, dtype)
+        if name.endswith(tuple(f":{c}" for c in COUNTS)):
+            return Tolerance.exact("a NaN or infinity count of a summary-only golden")
+        return base(found[0], found[1].dtype)
 
     return resolve
 
 
 def mark(diff: Diff, stand: StandIns) -> Diff:
-    """The rows of summarised keys: their real dtype and shape, never bit-identical, and
-    failing when the NaN or infinity counts differ."""
+    """A statistic's row is never bit-identical: it stands for a key whose bytes differ
+    from the golden's (equal sha256 would have compared the key itself)."""
     if not stand.by_summary:
         return diff
-    rows = []
-    for row in diff.rows:
-        entry = stand.by_summary.get(row.key)
-        if entry is not None:
-            failed = row.key in stand.counts_differ
-            status = RowStatus.FAIL if failed else row.status
-            shapes = {"shape_a": entry.shape, "shape_b": entry.shape}
-            dtypes = {"dtype_a": entry.dtype, "dtype_b": entry.dtype}
-            row = dataclasses.replace(row, **shapes, **dtypes, status=status, bit_identical=False)
-        rows.append(row)
-    return dataclasses.replace(diff, rows=tuple(rows), ok=all(r.ok for r in rows))
+    rows = tuple(
+        dataclasses.replace(row, bit_identical=False) if row.key in stand.by_summary else row
+        for row in diff.rows
+    )
+    return dataclasses.replace(diff, rows=rows)
 
 
 def summary_note(stand: StandIns, diff: Diff) -> str:
@@ -130,7 +153,7 @@ def summary_note(stand: StandIns, diff: Diff) -> str:
     if not stand.by_summary:
         return ""
     failing = {row.key for row in diff.failures}
-    keys = ", ".join(record.one_line(k) for k in stand.by_summary)
+    keys = ", ".join(record.one_line(k) for k in stand.keys)
     if not failing & set(stand.by_summary):
         return (
             f"summary only (GOLDEN_SUMMARY) for {keys}: sha256 differs; min/max/mean/l2 within"

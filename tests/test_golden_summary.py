@@ -18,6 +18,7 @@ ENV = {"numpy": "2.4.6", "python": "3.11.7", "torch": "2.13.0"}
 OTHER = {**ENV, "numpy": "9.9"}  # another fingerprint: other numerics
 BULKY = Case("demo", "", Path("demo.py"), dict, dict, (), {}, golden_summary=("params.*",))
 N = 100_000
+STAT_ROWS = [f"params.w:{s}" for s in ("min", "max", "mean", "l2", "nan", "inf")]
 
 
 def weights() -> np.ndarray:
@@ -80,8 +81,10 @@ def test_one_ulp_under_the_same_fingerprint_fails(golden_dir):
         " summary only (GOLDEN_SUMMARY) for params.w: sha256 differs; min/max/mean/l2 within"
         f" tolerance and nan/inf counts equal; elements not compared; wrote {obtained}"
     )
-    row = next(r for r in result.diff.rows if r.key == "params.w")
-    assert (row.shape_a, row.dtype_a, row.bit_identical) == ((N,), "float32", False)
+    rows = {r.key: r for r in result.diff.rows}
+    assert list(rows) == ["loss", *STAT_ROWS]
+    assert [r.ok for r in rows.values()] == [True] * 7  # only the bytes differ
+    assert not any(rows[k].bit_identical for k in STAT_ROWS)
     # the .obtained file keeps every element, for the reviewer
     kept = record.read_side(obtained).values["params.w"]
     np.testing.assert_array_equal(kept, one_ulp_up_at(weights(), 7))
@@ -105,15 +108,16 @@ def test_under_other_numerics_a_large_change_fails(golden_dir):
     assert (result.status, result.ok) == ("mismatch", False)
     assert "values differ from the golden beyond tolerance" in result.message
     assert "only min/max/mean/l2 and the nan/inf counts were compared" in result.message
-    assert [r.key for r in result.diff.failures] == ["params.w"]
+    assert [r.key for r in result.diff.failures] == ["params.w:max", "params.w:mean", "params.w:l2"]
+    assert result.details[0].key == "params.w:max"  # a statistic, never an element
 
 
 def test_under_other_numerics_a_new_nan_fails_although_the_statistics_agree(golden_dir):
     w = weights()
-    w[3] = np.nan  # one finite element fewer: min, max, mean, l2 barely move
+    w[3] = np.nan
     result = check(w, golden_dir, env=OTHER)
     assert (result.status, result.ok) == ("mismatch", False)
-    assert [r.key for r in result.diff.failures] == ["params.w"]
+    assert "params.w:nan" in [r.key for r in result.diff.failures]
 
 
 def test_a_changed_shape_is_reported_as_such(golden_dir):
