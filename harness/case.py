@@ -9,7 +9,9 @@ per-dtype defaults, and ``GOLDEN_TOLERANCES``: how far a golden written under ot
 rounding another CPU amplifies further; state the cross-CPU measurement behind it). A case
 with a trajectory check (or a systematic differ) is also run in float64: its sides take a
 ``dtype`` parameter (``torch_side(dtype=torch.float32)``, ``engine_side(dtype="float32")``),
-which the float64 rerun sets to ``torch.float64`` / ``"float64"``.
+which the float64 rerun sets to ``torch.float64`` / ``"float64"``. ``GOLDEN_SUMMARY``
+(a list of key globs) marks bulky tensors whose goldens keep dtype, shape, sha256 and summary
+statistics instead of data (``harness.golden_summary``).
 :func:`capture` records an error as a value; the relations below say what holds between the
 two sides of a documented divergence.
 
@@ -358,6 +360,7 @@ class Case:
     tolerances: Mapping[str, Tolerance]
     golden_tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     localise: Localise | None = None  # where inside a step the sides part
+    golden_summary: tuple[str, ...] = ()  # key globs whose goldens keep a summary only
 
     def side_fn(self, side: str) -> Callable[..., Mapping[str, Any]]:
         return self.torch_side if side == "torch" else self.engine_side
@@ -423,7 +426,21 @@ def load_case(path: Path) -> Case:
         tolerances=tolerances,
         golden_tolerances=golden_tolerances,
         localise=localise,
+        golden_summary=golden_summary_of(
+            getattr(module, "GOLDEN_SUMMARY", ()), f"{path}: GOLDEN_SUMMARY"
+        ),
     )
+
+
+def golden_summary_of(patterns: Any, where: str) -> tuple[str, ...]:
+    """``GOLDEN_SUMMARY`` (or the fixture's ``summary=``) as a tuple of non-empty globs;
+    ``where`` starts the error's line."""
+    if isinstance(patterns, str) or not isinstance(patterns, Sequence):
+        raise CaseDefinitionError(f"{where}: expected a list of key globs, got {patterns!r}")
+    for pattern in patterns:
+        if not isinstance(pattern, str) or not pattern:
+            raise CaseDefinitionError(f"{where}: {pattern!r} is not a non-empty key glob")
+    return tuple(patterns)
 
 
 def _localise_of(path: Path, module) -> Any:

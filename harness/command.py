@@ -274,7 +274,21 @@ def _read(path: Path, dtype: str) -> Any:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # a codec gap: still one line
         raise UsageError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
+    _refuse_summary_only(path, side.values)
     return side
+
+
+def _refuse_summary_only(path: Path, values: dict) -> None:
+    """A golden's summary-only entry has no elements: a file diff would report its type as a
+    dtype. Its comparison (sha256, then statistics) is the golden check's alone."""
+    from harness.record import SummaryOnly, one_line
+
+    for key, value in values.items():
+        if isinstance(value, SummaryOnly):
+            raise UsageError(
+                f"{path}: {one_line(key)}: a summary-only golden entry (GOLDEN_SUMMARY) holds no"
+                " elements to compare; compare its .obtained or out/ file instead"
+            )
 
 
 def _warn_read(prog: str, *sides: tuple[Path, Any]) -> None:

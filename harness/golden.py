@@ -14,6 +14,10 @@ Large tensors live in ``.npy`` sidecars beside each JSON file (``record.write_si
 golden JSON holds their sha256 and summary statistics, so its git diff stays readable and text
 equality still means identical data. ``.obtained`` files carry their own sidecars, and removing
 an ``.obtained`` file removes them too.
+
+Keys the owner marks as bulky (``golden_summary`` globs: a case's ``GOLDEN_SUMMARY``) keep only
+dtype, shape, sha256 and summary statistics in the golden, no data and no sidecar; how they
+are compared is ``harness.golden_summary``'s. ``out/`` and ``.obtained`` files keep full data.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import record
+from harness import golden_summary, record
 from harness.diff import Diff, diff_values
 from harness.environment import fingerprint_change
 from harness.mismatches import LIMIT, inspect_rows
@@ -60,13 +64,15 @@ def check_golden(
     """
     name = case.name
     path, obtained = golden_path(golden_dir, name, side), obtained_path(golden_dir, name, side)
+    summary = _summary_keys(case, fresh_values)
+    golden_text = _golden_text(case, side, fresh_text, fresh_values, summary)
     if not path.exists():
-        _write(path, name, side, fresh_values, fresh_text)
+        _write(path, name, side, fresh_values, fresh_text, summary)
         message = f"golden missing; wrote {path}"
         return GoldenReport(name, side, GoldenStatus.MISSING, False, message, path=path)
     data = _golden_bytes(path)
     try:
-        golden = _read_golden(path, data, fresh_text)
+        golden = _read_golden(path, data, golden_text)
     except record.RecordError as exc:
         _write(obtained, name, side, fresh_values, fresh_text)
         message = f"{exc}; wrote {obtained}"
@@ -79,16 +85,36 @@ def check_golden(
         return GoldenReport(
             name, side, GoldenStatus.IDENTICAL, True, "bit-identical", path=path, env=env
         )
-    diff = _diff(case, side, golden.values, fresh_values)
+    stand = golden_summary.stand_ins(golden.values, fresh_values)
+    diff = _diff(case, side, stand)
     result = _judge(name, side, diff, golden.env, record.side_env(fresh_text), path)
+    note = golden_summary.summary_note(stand, diff)
+    if note:
+        result = dataclasses.replace(result, message=f"{result.message}; {note}")
     if result.ok:
         remove_obtained(golden_dir, name, side)
     else:
         _write(obtained, name, side, fresh_values, fresh_text)
-        details = _details(diff, golden.values, fresh_values, limit)
+        details = _details(diff, stand.golden, stand.fresh, limit)
         message = f"{result.message}; wrote {obtained}"
         result = dataclasses.replace(result, message=message, details=details)
     return result
+
+
+def _summary_keys(case: Any, values: Mapping[str, Any]) -> tuple[str, ...]:
+    """The keys of ``values`` the golden keeps as a summary only (none unless the case says)."""
+    return golden_summary.summarised_keys(getattr(case, "golden_summary", ()), values)
+
+
+def _golden_text(
+    case: Any, side: str, fresh_text: str, values: Mapping[str, Any], summary: Sequence[str]
+) -> str:
+    """The text the golden of this run would have: the ``out/`` text unless keys are
+    summarised (then equal texts still mean equal data: the sha256 is in both)."""
+    if not summary:
+        return fresh_text
+    env = record.side_env(fresh_text)
+    return record.side_text(case.name, side, values, env, summary_only=summary)
 
 
 def _details(diff: Diff, golden: Mapping, fresh: Mapping, limit: int | None) -> tuple:
@@ -136,15 +162,31 @@ def _env_of(data: bytes) -> dict | None:
         return None
 
 
-def _write(path: Path, case: str, side: str, values: Mapping[str, Any], fresh_text: str) -> None:
+def _write(
+    path: Path,
+    case: str,
+    side: str,
+    values: Mapping[str, Any],
+    fresh_text: str,
+    summary: Sequence[str] = (),
+) -> None:
     """Write a golden or ``.obtained`` file atomically, large tensors as sidecars beside it.
 
     For ``<side>.json`` the text is the fresh ``out/`` text byte for byte (same writer, same
-    threshold); an ``.obtained`` file gets its own sidecars, named after its own stem.
+    threshold) but for the ``summary`` keys, kept as summaries only; an ``.obtained`` file
+    (no ``summary``: full data) gets its own sidecars, named after its own stem.
     """
     env = record.side_env(fresh_text)
     _check_folders(path)
-    record.write_side(path, case, side, values, env, sidecar_threshold=record.SIDECAR_THRESHOLD)
+    record.write_side(
+        path,
+        case,
+        side,
+        values,
+        env,
+        sidecar_threshold=record.SIDECAR_THRESHOLD,
+        summary_only=summary,
+    )
 
 
 def _check_folders(path: Path) -> None:
@@ -185,14 +227,15 @@ def remove_side_file(path: Path, keep: Sequence[str] = ()) -> None:
         (path.parent / name).unlink(missing_ok=True)
 
 
-def _diff(case: Any, side: str, golden: Mapping, fresh: Mapping) -> Diff:
-    return diff_values(
-        golden,
-        fresh,
-        tol_for=case.golden_tol_for,
+def _diff(case: Any, side: str, stand: golden_summary.StandIns) -> Diff:
+    diff = diff_values(
+        stand.golden,
+        stand.fresh,
+        tol_for=golden_summary.tol_for(stand, case.golden_tol_for),
         title=f"{case.name} ({side})",
         labels=("golden", "fresh"),
     )
+    return golden_summary.mark(diff, stand)
 
 
 def _judge(
@@ -220,21 +263,23 @@ def update_golden(
     """Rewrite one golden atomically (sidecars too); report whether and by how much it changed."""
     path = golden_path(golden_dir, case.name, side)
     remove_obtained(golden_dir, case.name, side)
+    summary = _summary_keys(case, fresh_values)
     if not path.exists():
-        _write(path, case.name, side, fresh_values, fresh_text)
+        _write(path, case.name, side, fresh_values, fresh_text, summary)
         return GoldenReport(
             case.name, side, GoldenStatus.CREATED, True, f"created {path}", path=path
         )
     diff = None
     try:
-        golden = _read_golden(path, _golden_bytes(path), fresh_text)
+        golden_text = _golden_text(case, side, fresh_text, fresh_values, summary)
+        golden = _read_golden(path, _golden_bytes(path), golden_text)
         if golden is None:
             env = record.side_env(fresh_text)
             return GoldenReport(
                 case.name, side, GoldenStatus.UNCHANGED, True, "unchanged", path=path, env=env
             )
-        diff = _diff(case, side, golden.values, fresh_values)
+        diff = _diff(case, side, golden_summary.stand_ins(golden.values, fresh_values))
     except record.RecordError:
         pass  # an unreadable old golden (or a broken sidecar) is replaced; the diff is unknown
-    _write(path, case.name, side, fresh_values, fresh_text)
+    _write(path, case.name, side, fresh_values, fresh_text, summary)
     return GoldenReport(case.name, side, GoldenStatus.UPDATED, True, f"updated {path}", diff, path)

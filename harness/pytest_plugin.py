@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -335,11 +336,14 @@ class Conformance:
         atol: float | None = None,
         rtol: float | None = None,
         ulps: int | None = None,
+        summary: Sequence[str] = (),
     ) -> GoldenReport:
         """Compare ``values`` (a mapping, or one value) with this test's golden.
 
         ``basename`` names the golden (default: the test's name; needed to call ``check``
-        twice in one test); ``atol`` / ``rtol`` / ``ulps`` replace the tolerance of every key.
+        twice in one test); ``atol`` / ``rtol`` / ``ulps`` replace the tolerance of every key;
+        ``summary``: key globs of bulky tensors the golden keeps as dtype, shape, sha256 and
+        summary statistics only (a case's ``GOLDEN_SUMMARY``; ``harness.golden_summary``).
         """
         __tracebackhide__ = True
         from harness.testing import GoldenTarget, check_values, file_stem
@@ -354,7 +358,8 @@ class Conformance:
         self.used.add(side)
         folder, name = self.location()
         tol = explicit_tolerance(atol, rtol, ulps, "conformance.check(...)")
-        target = GoldenTarget(name, project_of(config).tolerances, tol)
+        patterns = case_api.golden_summary_of(summary, "conformance.check(summary=...)")
+        target = GoldenTarget(name, project_of(config).tolerances, tol, patterns)
         update = config.getoption("update_golden")
         report = check_values(
             values,

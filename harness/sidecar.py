@@ -53,7 +53,13 @@ import numpy as np
 from harness.bounded import RefusedFile, open_bounded, read_bounded
 from harness.escape import clip
 from harness.float_dtypes import numpy_dtype, storage_dtype
-from harness.summary import SUMMARY_CHUNK, Summary, summarize, summary_problem
+from harness.summary import (
+    SUMMARY_CHUNK,
+    Summary,
+    summarize,
+    summary_form_problem,
+    summary_problem,
+)
 
 __all__ = [
     "MAX_SIDECAR_BYTES",
@@ -66,6 +72,7 @@ __all__ = [
     "sidecar_name",
     "sidecar_reference",
     "summarize",
+    "summary_form_problem",
     "verify_summary",
     "write_sidecar",
 ]

@@ -112,6 +112,25 @@ def summary_problem(actual: Mapping[str, Any], given: Mapping[str, Any]) -> str 
     return None
 
 
+def summary_form_problem(given: Mapping[str, Any]) -> str | None:
+    """None when ``given`` has the form of a summary (no data to check it against), else
+    the problem: the keys, numbers (or null, or an overflow's name) and non-negative counts."""
+    if set(given) != set(SUMMARY_KEYS):
+        return f"summary must have the keys {', '.join(SUMMARY_KEYS)}"
+    for key in SUMMARY_KEYS:
+        value = given[key]
+        if key in ("nan", "inf"):
+            if type(value) is not int or value < 0:
+                return f"summary {key} must be a non-negative integer, not {preview(value)}"
+        elif not (value is None or value in _SPECIALS or _is_number(value)):
+            return f"summary {key} must be a number or null, not {preview(value)}"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _states(key: str, actual: Any, given: Any, summary: Mapping[str, Any]) -> bool:
     if key in ("nan", "inf"):
         return type(given) is int and given == actual

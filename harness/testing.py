@@ -101,6 +101,7 @@ class GoldenTarget:
     name: str
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     tol: Tolerance | None = None  # replaces every key's tolerance when set
+    golden_summary: tuple[str, ...] = ()  # key globs whose golden keeps a summary only
 
     def tol_for(self, key: str, dtype: str) -> Tolerance:
         return self.tol if self.tol is not None else resolve(key, dtype, self.tolerances)

@@ -169,6 +169,15 @@ ONLY_FROM = {
         "harness.results",
         "harness.mismatches",
         "harness.tolerances",
+        "harness.golden_summary",
+    ),
+    # How a summary-only golden entry is compared: values and diffs, no results, no text.
+    "harness.golden_summary": (
+        "harness.record",
+        "harness.sidecar",
+        "harness.diff",
+        "harness.float_dtypes",
+        "harness.tolerances",
     ),
     # The RNN-T primitives sit with the other primitives, below the Tensor and the losses.
     "harness.engine.ops.lattice": ("harness.engine.ops", "harness.engine.errors"),

@@ -350,3 +350,29 @@ def test_the_fixture_keeps_torch_bfloat16_goldens(pytester):
     failed = run(pytester, "test_bf.py")
     failed.assert_outcomes(failed=1)
     failed.stdout.fnmatch_lines(["E       w  * n=  4  max|diff|=2.00e+00  ulp=1"])
+
+
+SUMMARY_FIXTURE_TEST = """
+import numpy as np
+
+
+def test_weights(conformance):
+    w = np.linspace(-1, 1, 100_000, dtype=np.float32)
+    w[7] = np.nextafter(w[7], np.float32(2)) if {shift} else w[7]
+    conformance.check({{"loss": np.float32(0.5), "weights.w": w}}, summary=["weights.*"])
+"""
+
+
+def test_the_fixture_keeps_a_summary_of_keys_given_as_summary(pytester):
+    """conformance.check(values, summary=[...]): the golden keeps the key's sha256 and
+    statistics only, a rerun passes, and 1 ULP fails in the golden's own environment."""
+    pytester.makepyfile(test_big=SUMMARY_FIXTURE_TEST.format(shift=False))
+    golden = pytester.path / "test_big" / "test_weights.json"
+    run(pytester, "test_big.py").assert_outcomes(failed=1)  # the golden is written
+    assert sorted(p.name for p in golden.parent.iterdir()) == ["test_weights.json"]
+    assert '"summary_only": true' in golden.read_text()
+    run(pytester, "test_big.py").assert_outcomes(passed=1)
+    pytester.makepyfile(test_big=SUMMARY_FIXTURE_TEST.format(shift=True))
+    failed = run(pytester, "test_big.py")
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(["*summary only (GOLDEN_SUMMARY) for weights.w: sha256 differs*"])

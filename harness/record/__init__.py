@@ -41,6 +41,7 @@ from harness.record.values import (
     CapturedError,
     RecordError,
     SideRecord,
+    SummaryOnly,
     normalize,
 )
 from harness.record.write import (
@@ -66,6 +67,7 @@ __all__ = [
     "CapturedError",
     "RecordError",
     "SideRecord",
+    "SummaryOnly",
     "atomic_write_text",
     "decode",
     "dumps_side",

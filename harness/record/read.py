@@ -30,10 +30,12 @@ from harness.record.values import (
     MAX_ELEMENTS,
     SIDECAR_KEYS,
     SPECIALS,
+    SUMMARY_ONLY_KEYS,
     TENSOR_KEYS,
     CapturedError,
     RecordError,
     SideRecord,
+    SummaryOnly,
 )
 
 try:  # orjson makes the codec several times faster; the stdlib path writes the same bytes.
@@ -269,9 +271,12 @@ class _Reader(LooseReading):
                 return self.tensor(key, obj)
             if found == SIDECAR_KEYS:
                 return self.sidecar(key, obj)
+            if found == SUMMARY_ONLY_KEYS:
+                return self.summary_only(key, obj)
             if found == ERROR_KEYS:
                 return self.error(key, obj)
-            wanted = "{dtype, shape, data}, a sidecar reference or {error, message}"
+            wanted = "{dtype, shape, data}, a sidecar reference (or a summary-only one)"
+            wanted += " or {error, message}"
             keys = preview(sorted(found))
             raise self.fail(key, f"unrecognised record with keys {keys}; want {wanted}")
         if type(obj) is list:
@@ -344,10 +349,7 @@ class _Reader(LooseReading):
         name, digest = obj["sidecar"], obj["sha256"]
         if type(name) is not str or Path(name).name != name or not name.endswith(".npy"):
             raise self.fail(key, f"sidecar must name a .npy file beside the JSON: {preview(name)}")
-        if type(digest) is not str or not _SHA256.fullmatch(digest):
-            raise self.fail(key, "sha256 must be 64 lowercase hex digits")
-        if type(obj["summary"]) is not dict:
-            raise self.fail(key, "summary must be an object")
+        self.fingerprint(key, obj)
         self.sidecars.append(name)
         if not self.verify:
             return None
@@ -361,6 +363,25 @@ class _Reader(LooseReading):
             problem = f"sidecar {clip(name)}: cannot read ({exc.strerror or exc})"
             raise self.fail(key, problem) from None
         return array
+
+    def fingerprint(self, key: str, obj: dict) -> None:
+        """RecordError unless ``obj`` has a well-formed sha256 and summary object."""
+        if type(obj["sha256"]) is not str or not _SHA256.fullmatch(obj["sha256"]):
+            raise self.fail(key, "sha256 must be 64 lowercase hex digits")
+        if type(obj["summary"]) is not dict:
+            raise self.fail(key, "summary must be an object")
+
+    def summary_only(self, key: str, obj: dict) -> SummaryOnly:
+        """A summary-only golden entry: no file to read, so its summary is checked for form
+        here (every statistic present, a number or null, counts non-negative integers)."""
+        dtype, shape, _ = self.header(key, obj)
+        if obj["summary_only"] is not True:
+            raise self.fail(key, f"summary_only must be true, not {_preview(obj['summary_only'])}")
+        self.fingerprint(key, obj)
+        problem = sidecar.summary_form_problem(obj["summary"])
+        if problem:
+            raise self.fail(key, problem)
+        return SummaryOnly(dtype, tuple(shape), obj["sha256"], dict(obj["summary"]))
 
     # -- numbers
 

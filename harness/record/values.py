@@ -27,6 +27,9 @@ SPECIALS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
 TENSOR_KEYS = frozenset({"dtype", "shape", "data"})
 SIDECAR_KEYS = frozenset({"dtype", "shape", "sidecar", "sha256", "summary"})
+# A golden entry of a key the user marked as bulky (GOLDEN_SUMMARY): a sidecar reference
+# without its file; harness.golden.summary_only says how it is compared.
+SUMMARY_ONLY_KEYS = frozenset({"dtype", "shape", "sha256", "summary", "summary_only"})
 ERROR_KEYS = frozenset({"error", "message"})
 MAX_PROBLEM = 5 * MAX_ECHO  # characters of a RecordError's problem: a few quoted values
 
@@ -54,6 +57,20 @@ class SideRecord:
     format: int | None = None
     warnings: tuple[str, ...] = ()
     sidecars: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SummaryOnly:
+    """A tensor a golden keeps as dtype, shape, sha256 and summary statistics only.
+
+    ``summary`` is ``harness.summary.summarize``'s mapping; no element is stored, so a
+    comparison with it can be bit-exact (equal sha256) or statistical, never element-level.
+    """
+
+    dtype: str
+    shape: tuple[int, ...]
+    sha256: str
+    summary: dict
 
 
 class RecordError(Exception):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -75,19 +75,34 @@ def side_text(
     env: Mapping[str, Any],
     sidecar_threshold: int = SIDECAR_THRESHOLD,
     stem: str | None = None,
+    *,
+    summary_only: Collection[str] = (),
 ) -> str:
     """The JSON text ``write_side`` writes to ``<stem or side>.json`` for normalized values.
 
     Sidecar references (sha256, summary, content-addressed name) are computed in memory, so
     two runs can be compared by text without writing the second one: equal texts mean equal
-    data, because the sha256 of every sidecar is part of the text.
+    data, because the sha256 of every sidecar is part of the text. ``summary_only``: the
+    tensor keys written as summary-only references (see ``write_side``).
     """
     refs = {
         key: sidecar.sidecar_reference(stem or side, key, value)
         for key, value in values.items()
         if isinstance(value, np.ndarray) and value.size > sidecar_threshold
     }
+    refs |= _summary_refs(values, summary_only)
     return dumps_side(case_name, side, values, env, sidecars=refs)
+
+
+def _summary_refs(values: Mapping[str, Any], keys: Collection[str]) -> dict[str, dict]:
+    """Summary-only references (no file name, ``summary_only: true``) of the tensor ``keys``."""
+    refs = {}
+    for key in keys:
+        if isinstance(values.get(key), np.ndarray):
+            ref = sidecar.sidecar_reference("", key, values[key])
+            del ref["sidecar"]
+            refs[key] = ref | {"summary_only": True}
+    return refs
 
 
 def _dumps_bytes(case: str, side: str, values: dict, env: Mapping, sidecars: Mapping) -> bytes:
@@ -117,10 +132,13 @@ def _value_text(value: Any) -> bytes:
 
 
 def _sidecar_text(ref: Mapping) -> bytes:
-    """A sidecar reference on one line, its fields in a fixed reading order."""
-    fields = [f'"{k}": {_compact(ref[k])}' for k in ("dtype", "shape", "sidecar", "sha256")]
+    """A sidecar reference on one line, its fields in a fixed reading order (a summary-only
+    one has no file name, and says so last)."""
+    names = ("dtype", "shape", "sidecar", "sha256")
+    fields = [f'"{k}": {_compact(ref[k])}' for k in names if k in ref]
     stats = ", ".join(f'"{k}": {_compact(ref["summary"][k])}' for k in _SUMMARY_KEYS)
-    return ("{" + ", ".join(fields) + ', "summary": {' + stats + "}}").encode()
+    tail = ', "summary_only": true' if ref.get("summary_only") else ""
+    return ("{" + ", ".join(fields) + ', "summary": {' + stats + "}" + tail + "}").encode()
 
 
 def _tensor_text(array: np.ndarray) -> bytes:
@@ -234,8 +252,13 @@ def write_side(
     env: Mapping,
     *,
     sidecar_threshold: int = SIDECAR_THRESHOLD,
+    summary_only: Collection[str] = (),
 ) -> str:
     """Write one side file atomically; tensors above the threshold go to ``.npy`` sidecars.
+
+    The tensor keys in ``summary_only`` (a golden's ``GOLDEN_SUMMARY`` keys) keep no data at
+    all: their entry is a sidecar reference without a file (dtype, shape, sha256, summary,
+    ``"summary_only": true``), and no sidecar is written for them.
 
     Sidecars (content-addressed names) are written first, then the JSON is replaced, then
     sidecars only the old JSON referenced are deleted: a failure at any point leaves the old
@@ -245,7 +268,10 @@ def write_side(
     normalized = normalize(values)
     old = _referenced_sidecars(path)
     refs: dict[str, dict] = {}
+    summarised = _summary_refs(normalized, summary_only)
     for key, value in normalized.items():
+        if key in summarised:
+            continue
         if isinstance(value, np.ndarray) and value.size > sidecar_threshold:
             try:
                 refs[key] = sidecar.write_sidecar(path.parent, path.stem, key, value)
@@ -253,7 +279,7 @@ def write_side(
                 _remove(path.parent, {ref["sidecar"] for ref in refs.values()} - old)
                 raise write_error(exc, path, key) from exc
     new = {ref["sidecar"] for ref in refs.values()}
-    data = _dumps_bytes(case, side, normalized, env, refs)
+    data = _dumps_bytes(case, side, normalized, env, refs | summarised)
     try:
         atomic_write_text(path, data)
     except BaseException:
