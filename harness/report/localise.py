@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from harness.record import json_float
+from harness.report.trajectory import closed_object
 from harness.results import PHASES, Localisation, ModuleRow
 from harness.trajectory import Precision
 
@@ -86,7 +87,7 @@ def _row_json(row: ModuleRow) -> dict[str, Any]:
 def localise_schema(number: dict) -> dict:
     """The JSON schema of :func:`localise_json` (``number``: the report's optional number)."""
     count = {"type": "integer", "minimum": 0}
-    row = _object(
+    row = closed_object(
         {
             "step": count,
             "phase": {"enum": list(PHASES)},
@@ -101,7 +102,7 @@ def localise_schema(number: dict) -> dict:
             "verdict": {"enum": [p.value for p in Precision]},
         }
     )
-    body = _object(
+    body = closed_object(
         {
             "line": {"type": "string"},
             "first": {"type": ["integer", "null"], "minimum": 0},
@@ -109,7 +110,7 @@ def localise_schema(number: dict) -> dict:
             # the first engine op of the parting forward call no torch op explains, or null
             "op": {
                 "anyOf": [
-                    _object(
+                    closed_object(
                         {
                             "name": {"type": "string"},
                             "index": count,
@@ -126,15 +127,6 @@ def localise_schema(number: dict) -> dict:
         }
     )
     return {"anyOf": [body, {"type": "null"}]}
-
-
-def _object(properties: dict) -> dict:
-    return {
-        "type": "object",
-        "required": list(properties),
-        "additionalProperties": False,
-        "properties": properties,
-    }
 
 
 def localise_html(found: Localisation | None) -> str:

@@ -163,7 +163,7 @@ def trajectory_schema(tol: dict, number: dict) -> dict:
     tolerance and optional-number schemas), null when a check has no trajectory."""
     count = {"type": "integer", "minimum": 0}
     numbers = {"type": "array", "items": number}
-    series = _object(
+    series = closed_object(
         {
             "dtype": {"type": "string"},
             "max_abs": numbers,
@@ -174,7 +174,7 @@ def trajectory_schema(tol: dict, number: dict) -> dict:
         }
     )
     opt_int = {"type": ["integer", "null"]}
-    body = _object(
+    body = closed_object(
         {
             "keys": {"type": "array", "items": {"type": "string"}},
             "steps": count,
@@ -184,7 +184,7 @@ def trajectory_schema(tol: dict, number: dict) -> dict:
             "float32": series,
             "float64": series,
             "first_over_tol": opt_int,
-            "growth": _object(
+            "growth": closed_object(
                 {
                     "class": {"enum": [g.value for g in Growth]},
                     "rate": number,
@@ -194,7 +194,7 @@ def trajectory_schema(tol: dict, number: dict) -> dict:
                     "reason": {"type": "string"},
                 }
             ),
-            "precision": _object(
+            "precision": closed_object(
                 {
                     "verdict": {"enum": [p.value for p in Precision]},
                     "excess_bits": number,
@@ -202,7 +202,7 @@ def trajectory_schema(tol: dict, number: dict) -> dict:
                     "steps_used": count,
                 }
             ),
-            "distance": _object({"left": numbers, "right": numbers}),
+            "distance": closed_object({"left": numbers, "right": numbers}),
             "closer": {"type": "array", "items": {"enum": ["left", "right", "tie"]}},
             "line": {"type": "string"},
         }
@@ -210,7 +210,8 @@ def trajectory_schema(tol: dict, number: dict) -> dict:
     return {"anyOf": [body, {"type": "null"}]}
 
 
-def _object(properties: dict) -> dict:
+def closed_object(properties: dict) -> dict:
+    """A JSON Schema object with exactly these properties, every one required."""
     return {
         "type": "object",
         "required": list(properties),
