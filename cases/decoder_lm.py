@@ -53,8 +53,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import f32, import_torch_weights
-from harness.case import agree, differ, predicate
+from harness.a1 import f32, import_torch_weights, mha_torch_state, torch_layout, without_key_bias
+from harness.case import agree, differ, within
 from harness.engine import (
     AdamWConfig,
     CosineAnnealingLrSchedulerConfig,
@@ -206,21 +206,12 @@ def torch_side(dtype=torch.float32):
     trained = _torch_generate(model)
     return {
         "steps": steps,
-        "params": _without_key_bias(dict(model.state_dict())),
+        "params": without_key_bias(dict(model.state_dict()), D),
         "gen": {
             "initial": {"full": initial, "cached": initial},
             "trained": {"full": trained, "cached": trained},
         },
     }
-
-
-def _without_key_bias(state: dict) -> dict:
-    """`in_proj_bias` without its key third (its true gradient is 0)."""
-    for name in [k for k in state if k.endswith("in_proj_bias")]:
-        bias = state.pop(name)
-        state[name + ".query"] = bias[:D]
-        state[name + ".value"] = bias[2 * D :]
-    return state
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,20 +305,13 @@ def _imported(torch_model, device) -> Model:
 def _pytorch_state(model: Model) -> dict:
     """The engine's params in PyTorch's names and layout."""
 
-    def t(linear):
-        return linear.weight.val().numpy().T
-
+    t = torch_layout
     state = {"embed.weight": model.embed.weight.val().numpy()}
     state["pos.weight"] = model.pos.weight.val().numpy()
     for i, block in enumerate(model.blocks):
         p = f"blocks.{i}."
-        mha = block.attn
-        qkv = (mha.query, mha.key, mha.value)
         state[p + "norm_1.weight"] = block.norm_1.gamma.val().numpy()
-        state[p + "attn.in_proj_weight"] = np.concatenate([t(m) for m in qkv])
-        state[p + "attn.in_proj_bias"] = np.concatenate([m.bias.val().numpy() for m in qkv])
-        state[p + "attn.out_proj.weight"] = t(mha.output)
-        state[p + "attn.out_proj.bias"] = mha.output.bias.val().numpy()
+        state |= mha_torch_state(p + "attn.", block.attn)
         state[p + "norm_2.weight"] = block.norm_2.gamma.val().numpy()
         state[p + "swiglu.linear_inner.weight"] = t(block.mlp.swiglu.linear_inner)
         state[p + "swiglu.linear_outer.weight"] = t(block.mlp.swiglu.linear_outer)
@@ -335,7 +319,7 @@ def _pytorch_state(model: Model) -> dict:
     state["norm.weight"] = model.norm.gamma.val().numpy()
     state["head.weight"] = t(model.head)
     state["head.bias"] = model.head.bias.val().numpy()
-    return _without_key_bias(state)
+    return without_key_bias(state, D)
 
 
 def _schedule():
@@ -405,14 +389,6 @@ def engine_side(dtype="float32"):
     }
 
 
-def _within(bound: float):
-    def holds(a, b) -> bool:
-        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-        return a.shape == b.shape and bool(np.abs(a - b).max() <= bound)
-
-    return predicate(f"within {bound:g}: the trained weights' Adam gap", holds)
-
-
 # Measured under three CPU settings (x86-64-v3 profile, native AVX-512, emulated baseline).
 MEASURED = """
 steps.loss: float32 gap 7.0e-06 to 7.2e-06 (saturating from step 9), float64 gap 7.1e-06
@@ -464,14 +440,16 @@ GOLDEN_TOLERANCES = {
     ),
 }
 
+_ADAM_GAP = within(5e-5, "the trained weights' Adam gap")
+
 CHECKS = [
     agree("steps.lr"),
     differ("steps.loss", because="harness.engine.optim.AdamW", systematic="saturating"),
     agree("params.*"),
     agree("gen.*.tokens"),
     agree("gen.initial.*"),
-    differ("gen.trained.*.logit", because="harness.engine.optim.AdamW", relation=_within(5e-5)),
-    differ("gen.trained.*.margin", because="harness.engine.optim.AdamW", relation=_within(5e-5)),
+    differ("gen.trained.*.logit", because="harness.engine.optim.AdamW", relation=_ADAM_GAP),
+    differ("gen.trained.*.margin", because="harness.engine.optim.AdamW", relation=_ADAM_GAP),
     agree("*", "engine:gen.initial.full.", "engine:gen.initial.cached.", tol=_CACHED_VS_FULL),
     agree("*", "engine:gen.trained.full.", "engine:gen.trained.cached.", tol=_CACHED_VS_FULL),
 ]

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import f32, import_torch_weights
+from harness.a1 import f32, import_torch_weights, mha_torch_state, torch_layout, without_key_bias
 from harness.case import agree, differ
 from harness.engine import (
     AdamConfig,
@@ -150,18 +150,9 @@ def torch_side(dtype=torch.float32):
         losses.append(loss.detach())
     return {
         "steps": {"loss": torch.stack(losses)},
-        "params": _without_key_biases(dict(model.state_dict())),
+        "params": without_key_bias(dict(model.state_dict()), D),
         "translate": {"full": translation, "cached": translation},
     }
-
-
-def _without_key_biases(state: dict) -> dict:
-    """Each attention's `in_proj_bias` without its key third (its true gradient is 0)."""
-    for name in [k for k in state if k.endswith("in_proj_bias")]:
-        bias = state.pop(name)
-        state[name + ".query"] = bias[:D]
-        state[name + ".value"] = bias[2 * D :]
-    return state
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,24 +194,10 @@ class Model(Module):
         return self.decode(decoder_in, self.encode(source))
 
 
-def _t(linear) -> np.ndarray:
-    return linear.weight.val().numpy().T
-
-
-def _mha_state(prefix: str, mha) -> dict:
-    qkv = (mha.query, mha.key, mha.value)
-    return {
-        prefix + "in_proj_weight": np.concatenate([_t(m) for m in qkv]),
-        prefix + "in_proj_bias": np.concatenate([m.bias.val().numpy() for m in qkv]),
-        prefix + "out_proj.weight": _t(mha.output),
-        prefix + "out_proj.bias": mha.output.bias.val().numpy(),
-    }
-
-
 def _layer_state(prefix: str, pwff, norms) -> dict:
     state = {}
     for name, linear in (("linear1", pwff.linear_inner), ("linear2", pwff.linear_outer)):
-        state[prefix + f"{name}.weight"] = _t(linear)
+        state[prefix + f"{name}.weight"] = torch_layout(linear)
         state[prefix + f"{name}.bias"] = linear.bias.val().numpy()
     for i, norm in enumerate(norms, 1):
         state[prefix + f"norm{i}.weight"] = norm.gamma.val().numpy()
@@ -236,16 +213,16 @@ def _pytorch_state(model: Model) -> dict:
     }
     for i, layer in enumerate(model.encoder.layers):
         p = f"encoder.layers.{i}."
-        state |= _mha_state(p + "self_attn.", layer.mha)
+        state |= mha_torch_state(p + "self_attn.", layer.mha)
         state |= _layer_state(p, layer.pwff, (layer.norm_1, layer.norm_2))
     for i, layer in enumerate(model.decoder.layers):
         p = f"decoder.layers.{i}."
-        state |= _mha_state(p + "self_attn.", layer.self_attn)
-        state |= _mha_state(p + "multihead_attn.", layer.cross_attn)
+        state |= mha_torch_state(p + "self_attn.", layer.self_attn)
+        state |= mha_torch_state(p + "multihead_attn.", layer.cross_attn)
         state |= _layer_state(p, layer.pwff, (layer.norm_1, layer.norm_2, layer.norm_3))
-    state["head.weight"] = _t(model.head)
+    state["head.weight"] = torch_layout(model.head)
     state["head.bias"] = model.head.bias.val().numpy()
-    return _without_key_biases(state)
+    return without_key_bias(state, D)
 
 
 def _engine_translate(model: Model, cached: bool) -> dict:

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import f32, import_torch_weights
+from harness.a1 import f32, import_torch_weights, mha_torch_state, torch_layout, without_key_bias
 from harness.case import agree, differ, localise
 from harness.engine import (
     AdamConfig,
@@ -131,46 +131,29 @@ def torch_side(dtype=torch.float32):
         loss.backward()
         optim.step()
         losses.append(loss.detach())
-    params = _without_key_bias(dict(model.state_dict()))
+    params = without_key_bias(dict(model.state_dict()), D)
     return {"steps": {"loss": torch.stack(losses)}, "params": params}
-
-
-def _without_key_bias(state: dict) -> dict:
-    """`in_proj_bias` without its key third (see the module docstring)."""
-    for name in [k for k in state if k.endswith("in_proj_bias")]:
-        bias = state.pop(name)
-        state[name + ".query"] = bias[:D]
-        state[name + ".value"] = bias[2 * D :]
-    return state
 
 
 def _pytorch_state(model: Model) -> dict:
     """The engine's params in PyTorch's names and layout."""
 
-    def t(linear):
-        return linear.weight.val().numpy().T
-
     state = {"embed.weight": model.embed.weight.val().numpy()}  # the same layout
     for i, layer in enumerate(model.encoder.layers):
         p = f"encoder.layers.{i}."
-        mha = layer.mha
-        qkv = (mha.query, mha.key, mha.value)
-        state[p + "self_attn.in_proj_weight"] = np.concatenate([t(m) for m in qkv])
-        state[p + "self_attn.in_proj_bias"] = np.concatenate([m.bias.val().numpy() for m in qkv])
-        state[p + "self_attn.out_proj.weight"] = t(mha.output)
-        state[p + "self_attn.out_proj.bias"] = mha.output.bias.val().numpy()
+        state |= mha_torch_state(p + "self_attn.", layer.mha)
         for name, linear in (
             ("linear1", layer.pwff.linear_inner),
             ("linear2", layer.pwff.linear_outer),
         ):
-            state[p + f"{name}.weight"] = t(linear)
+            state[p + f"{name}.weight"] = torch_layout(linear)
             state[p + f"{name}.bias"] = linear.bias.val().numpy()
         for name, norm in (("norm1", layer.norm_1), ("norm2", layer.norm_2)):
             state[p + f"{name}.weight"] = norm.gamma.val().numpy()
             state[p + f"{name}.bias"] = norm.beta.val().numpy()
-    state["head.weight"] = t(model.head)
+    state["head.weight"] = torch_layout(model.head)
     state["head.bias"] = model.head.bias.val().numpy()
-    return _without_key_bias(state)
+    return without_key_bias(state, D)
 
 
 def engine_side(dtype="float32"):

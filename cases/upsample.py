@@ -33,7 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.case import agree, differ, predicate
+from harness.case import agree, differ, predicate, within
 from harness.engine import Device, Tensor
 from harness.engine.nn import (
     Interpolate1dConfig,
@@ -189,14 +189,6 @@ def engine_side():
 # Checks
 
 
-def _within(bound: float):
-    def holds(a, b) -> bool:
-        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-        return a.shape == b.shape and bool(np.abs(a - b).max() <= bound)
-
-    return predicate(f"same shape, within {bound:g} (float32 rounding of two orders)", holds)
-
-
 def _other_samples(a, b) -> bool:
     """Same shape, some outputs apart by far more than rounding."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
@@ -224,7 +216,7 @@ CHECKS = [
         "interp*.bicubic.*",
         because="harness.engine.kernels.interpolate",
         tol=Tolerance.exact("the divergence is the float64 accumulation: bit-equal would end it"),
-        relation=_within(1e-5),
+        relation=within(1e-5, "float32 rounding of two orders"),
     ),
     agree("float64.*"),
     differ(

@@ -225,3 +225,31 @@ def torch_grads(model) -> dict:
     return {
         path: None if p.grad is None else p.grad.clone() for path, p in model.named_parameters()
     }
+
+
+def torch_layout(linear: Linear) -> np.ndarray:
+    """A burn Linear's weight (``[d_in, d_out]``) in PyTorch's layout (``[d_out, d_in]``)."""
+    return linear.weight.val().numpy().T
+
+
+def mha_torch_state(prefix: str, mha: Module) -> dict[str, np.ndarray]:
+    """A burn MultiHeadAttention's params as ``torch.nn.MultiheadAttention`` names them: the
+    query, key and value projections packed into ``in_proj_*``, the output as ``out_proj``."""
+    qkv = (mha.query, mha.key, mha.value)
+    return {
+        prefix + "in_proj_weight": np.concatenate([torch_layout(m) for m in qkv]),
+        prefix + "in_proj_bias": np.concatenate([m.bias.val().numpy() for m in qkv]),
+        prefix + "out_proj.weight": torch_layout(mha.output),
+        prefix + "out_proj.bias": mha.output.bias.val().numpy(),
+    }
+
+
+def without_key_bias(state: dict[str, np.ndarray], d_model: int) -> dict[str, np.ndarray]:
+    """Each ``in_proj_bias`` split, its key third left out: the key bias's true gradient is 0
+    (adding ``q . b_k`` to every score of a query does not change its softmax), so Adam turns
+    each side's rounding noise there into steps of arbitrary sign that no check can compare."""
+    for name in [k for k in state if k.endswith("in_proj_bias")]:
+        bias = state.pop(name)
+        state[name + ".query"] = bias[:d_model]
+        state[name + ".value"] = bias[2 * d_model :]
+    return state

@@ -270,6 +270,16 @@ def scaled(factor: float, *, rtol: float = 1e-6) -> Relation:
     return Relation(f"left = {factor:g} x right", holds)
 
 
+def within(bound: float, why: str) -> Relation:
+    """Same shape, every element within ``bound`` absolute (``why``: what the gap is)."""
+
+    def holds(left: Any, right: Any) -> bool:
+        left, right = np.asarray(left, np.float64), np.asarray(right, np.float64)
+        return left.shape == right.shape and bool(np.abs(left - right).max() <= bound)
+
+    return Relation(f"within {bound:g}: {why}", holds)
+
+
 def same_values_other_shape() -> Relation:
     """Same elements, different shapes (burn's ``[1]`` against PyTorch's 0-d)."""
 

@@ -271,3 +271,13 @@ class TestOneSidedAndFlagRelations:
         assert not relation.holds(False, True)
         assert not relation.holds(1, 0)  # flags are bools, not truthy values
         assert relation.text == "left only"
+
+
+def test_within_relates_same_shapes_within_an_absolute_bound():
+    from harness.case import within
+
+    relation = within(0.5, "a stated gap")
+    assert relation.text == "within 0.5: a stated gap"
+    assert relation.holds(np.array([1.0, 2.0]), np.array([1.4, 2.5]))
+    assert not relation.holds(np.array([1.0, 2.0]), np.array([1.6, 2.0]))
+    assert not relation.holds(np.array([1.0, 2.0]), np.array([1.0, 2.0, 3.0]))
