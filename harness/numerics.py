@@ -36,6 +36,7 @@ This module imports nothing beyond the standard library: it runs before numpy is
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import sys
@@ -253,6 +254,7 @@ def _libm() -> str:
     return f"{text} {hwcaps[0]}" if hwcaps else text
 
 
+@functools.cache  # read once per process: every side file's env asks (native runs)
 def _cpuinfo() -> dict[str, str]:
     """The first processor's entries of /proc/cpuinfo (empty where there is none)."""
     try:
