@@ -15,8 +15,15 @@ What decides the last bits of a float result on a CPU, besides the code and the 
   change with MKL's code branch (``MKL_CBWR``). Intel documents every branch but ``AUTO`` and
   ``COMPATIBLE`` as available on Intel processors only: on an AMD CPU ``MKL_CBWR=AVX2``
   silently runs ``AUTO`` (oneMKL developer guide, "Getting Started with Conditional Numerical
-  Reproducibility"), so ``COMPATIBLE`` is the one branch two vendors share. Measured here, it
-  costs accuracy: ``torch.sqrt`` is then off by one ULP on 15% of float32 inputs (``AVX2``: 0%).
+  Reproducibility"), so ``COMPATIBLE`` is the one branch Intel documents for both vendors. It
+  is not the same code on both: measured on an AMD EPYC (Zen 3, family 25 model 1),
+  ``torch.sqrt``/``exp`` of 1e6 float32 give the same bits under COMPATIBLE, AVX2, AUTO and
+  unset (VML ignores the branch there), and the Adam cases' torch sides written on an Intel
+  CPU (family 6 model 143) under COMPATIBLE differ there by up to a few thousand ULP after
+  20 steps (decoder_lm, optimizer_state, optimizer_trajectories, param_groups, seq2seq,
+  transformer_train; the other 29 cases and every engine side bit-identical). So the record
+  names the CPU vendor (``cpu_vendor``) even under a profile. On Intel COMPATIBLE costs
+  accuracy: ``torch.sqrt`` is then off by one ULP on 15% of float32 inputs (``AVX2``: 0%).
 - oneDNN, torch's convolutions (``ONEDNN_MAX_CPU_ISA``), and OpenBLAS, numpy's BLAS
   (``OPENBLAS_CORETYPE``; read when numpy loads it). Both dispatch on the ISA, not the vendor.
 - glibc's libm picks FMA variants of ``exp``, ``log``, ``sin``, ``pow`` on a CPU with FMA and
@@ -185,7 +192,8 @@ def choice_in(args: Sequence[str]) -> str | None:
 def in_force() -> dict:
     """What decides the bits in this process now: the profile (if every part of it holds),
     numpy's enabled dispatch targets, torch's CPU capability, MKL's branch, oneDNN's ISA
-    limit, libm; and the CPU itself where no profile holds (native dispatch follows it).
+    limit, libm, the CPU vendor (MKL's code differs by vendor under any branch); and the CPU
+    model where no profile holds (native dispatch follows it).
 
     OpenBLAS's kernel is in the environment's ``blas`` entry (threadpoolctl reports it).
     Imports numpy (and reads torch's capability only if torch is imported already).
@@ -208,6 +216,7 @@ def in_force() -> dict:
         "mkl_cbwr": os.environ.get("MKL_CBWR", "AUTO"),
         "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL"),
         "libm": _libm(),
+        "cpu_vendor": _cpuinfo().get("vendor_id", platform.machine() or "unknown"),
     }
     if not holds:
         record["cpu"] = _cpu_model()
@@ -222,7 +231,8 @@ def describe(record: Mapping | None) -> str:
     parts = [
         f"numpy {numpy_on}",
         f"torch {record.get('torch_cpu_capability')}",
-        f"MKL {record.get('mkl_cbwr')}",
+        f"MKL {record.get('mkl_cbwr')}"
+        + (f" on {record['cpu_vendor']}" if record.get("cpu_vendor") else ""),
         f"oneDNN {record.get('onednn_max_cpu_isa')}",
         str(record.get("libm")),
     ]

@@ -115,6 +115,25 @@ NATIVE = {
 }
 
 
+def test_a_golden_from_another_cpu_vendor_under_the_same_profile_is_compared_within_tolerance(
+    golden_dir, tmp_path
+):
+    """MKL runs other code on AMD than on Intel under MKL_CBWR=COMPATIBLE (harness.numerics),
+    so the same profile on another vendor is not a matching fingerprint."""
+    intel = {**V3, "cpu_vendor": "GenuineIntel"}
+    old = side_text({"y": np.array([1.0], np.float32)}, {**ENV, "numerics": intel})
+    golden.check_golden(DEMO, "torch", old, decoded(old, tmp_path), golden_dir)
+    amd = {**V3, "cpu_vendor": "AuthenticAMD"}
+    fresh = side_text({"y": np.array([one_ulp_up(1.0)], np.float32)}, {**ENV, "numerics": amd})
+    result = golden.check_golden(DEMO, "torch", fresh, decoded(fresh, tmp_path), golden_dir)
+    assert (result.status, result.ok) == ("within_tol", True)
+    assert "MKL COMPATIBLE on GenuineIntel" in result.message
+    assert "MKL COMPATIBLE on AuthenticAMD" in result.message
+    same = side_text({"y": np.array([one_ulp_up(1.0)], np.float32)}, {**ENV, "numerics": intel})
+    result = golden.check_golden(DEMO, "torch", same, decoded(same, tmp_path), golden_dir)
+    assert (result.status, result.ok) == ("mismatch", False)  # same vendor: bits must hold
+
+
 def test_a_golden_of_other_numerics_is_compared_within_tolerance_and_says_so(golden_dir, tmp_path):
     old = side_text({"y": np.array([1.0], np.float32)}, {**ENV, "numerics": V3})
     golden.check_golden(DEMO, "engine", old, decoded(old, tmp_path), golden_dir)

@@ -7,6 +7,7 @@ profile of its session in force (the plugin put it there at start-up).
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +76,8 @@ def test_entering_the_profile_before_imports_puts_every_part_in_force():
     assert record["torch_cpu_capability"] == profile.torch_capability
     assert record["mkl_cbwr"] == "COMPATIBLE"
     assert "cpu" not in record  # under a profile the CPU model does not decide the bits
+    # ... but the vendor does: MKL runs other code on AMD than on Intel under COMPATIBLE
+    assert record["cpu_vendor"] == numerics._cpuinfo().get("vendor_id", platform.machine())
     assert {k: v for k, v in found["env"].items() if v is not None} == dict(profile.env)
 
 
