@@ -70,6 +70,12 @@ def dtype_of(dtype) -> np.dtype:
     return np.dtype(dtype)
 
 
+def finfo(dtype):
+    """`np.finfo`, also for bfloat16 (ml_dtypes' finfo; NumPy's refuses it)."""
+    dtype = np.dtype(dtype)
+    return np.finfo(dtype) if dtype.kind == "f" else ml_dtypes.finfo(dtype)
+
+
 def is_half(dtype: np.dtype) -> bool:
     """Whether `dtype` is float16 or bfloat16 (itemsize 2: the engine has no int16)."""
     return dtype.itemsize == 2
@@ -147,6 +153,14 @@ def map_saved(saved, fn):
     return copy
 
 
+def _narrow_arrays(x, dtype: np.dtype):
+    if x.__class__ is np.ndarray:
+        return x.astype(dtype) if x.dtype == FLOAT32 else x
+    if x.__class__ in (tuple, list):
+        return x.__class__(_narrow_arrays(v, dtype) for v in x)
+    return x
+
+
 def _widen_deep(x):
     if x.__class__ in (tuple, list):
         return x.__class__(widen(v) for v in x)
@@ -168,7 +182,9 @@ def via_f32_forward(forward, scalar_params, tracked: bool):
         if not tracked:
             return narrow(result, dtype)
         out, saved = result
-        return narrow(out, dtype), map_saved(saved, lambda v: narrow(v, dtype))
+        # Saved arrays as burn-autodiff saves them (half tensors); saved scalars (a count, a
+        # scalar operand already rounded) stay as they are.
+        return narrow(out, dtype), map_saved(saved, lambda v: _narrow_arrays(v, dtype))
 
     half_forward.__name__ = f"half_{forward.__name__}"
     return half_forward
