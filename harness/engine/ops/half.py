@@ -112,9 +112,13 @@ def widen(x):
 
 
 def narrow(x, dtype: np.dtype):
-    """float32 arrays (also inside tuples and lists) rounded once to `dtype`; others as given."""
+    """float32 arrays (also inside tuples and lists) rounded once to `dtype`; others as given.
+    Past the format's range a value becomes an infinity, silently, as flex's `from_f32`."""
     if x.__class__ is np.ndarray:
-        return x.astype(dtype) if x.dtype == FLOAT32 else x
+        if x.dtype != FLOAT32:
+            return x
+        with np.errstate(over="ignore"):
+            return x.astype(dtype)
     if isinstance(x, np.generic) and x.dtype == FLOAT32:
         return np.asarray(x).astype(dtype)
     if x.__class__ in (tuple, list):
@@ -155,7 +159,7 @@ def map_saved(saved, fn):
 
 def _narrow_arrays(x, dtype: np.dtype):
     if x.__class__ is np.ndarray:
-        return x.astype(dtype) if x.dtype == FLOAT32 else x
+        return narrow(x, dtype)
     if x.__class__ in (tuple, list):
         return x.__class__(_narrow_arrays(v, dtype) for v in x)
     return x

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import linalg, nn, reductions
 from .arrays import filled, norm_dim
-from .half import FLOAT32, half_scalar
+from .half import FLOAT32, half_scalar, narrow
 
 
 def _fold_sum(x32: np.ndarray, axis: int) -> np.ndarray:
@@ -45,20 +45,20 @@ def _fold_sum(x32: np.ndarray, axis: int) -> np.ndarray:
 
 
 def sum_all(x, /):
-    out = _fold_sum(x.astype(FLOAT32).reshape(-1), 0).astype(x.dtype)
+    out = narrow(_fold_sum(x.astype(FLOAT32).reshape(-1), 0), x.dtype)
     return out, reductions.SavedShape(x.shape)
 
 
 def sum_dim(x, /, dim: int):
     d = norm_dim("sum_dim", dim, x.ndim)
-    return _fold_sum(x.astype(FLOAT32), d).astype(x.dtype), reductions.SavedShape(x.shape)
+    return narrow(_fold_sum(x.astype(FLOAT32), d), x.dtype), reductions.SavedShape(x.shape)
 
 
 def _scaled_by_inverse(g, n, shape):
     """`round(half(1/n) * g)` broadcast to `shape` (burn's mean rule in a half dtype)."""
     inv = half_scalar(1.0 / float(n), g.dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (g.astype(FLOAT32) * inv).astype(g.dtype)
+        return narrow(g.astype(FLOAT32) * inv, g.dtype)
 
 
 def mean_rule(s, g, tracked):
@@ -75,12 +75,12 @@ def linear(x, weight, bias, /):
     dtype = x.dtype
     b32 = bias.astype(FLOAT32)
     product, saved = linalg.linear(x.astype(FLOAT32), weight.astype(FLOAT32), -np.zeros_like(b32))
-    out = (_rounded(product, dtype) + b32).astype(dtype)
+    out = narrow(_rounded(product, dtype) + b32, dtype)
     return out, linalg.SavedLinear(x, weight, saved.product, bias.shape)
 
 
 def _rounded(x32: np.ndarray, dtype) -> np.ndarray:
-    return x32.astype(dtype).astype(FLOAT32)
+    return narrow(x32, dtype).astype(FLOAT32)
 
 
 def softmax(x, /, dim: int):
@@ -91,7 +91,7 @@ def softmax(x, /, dim: int):
     shifted = _rounded(x32 - np.maximum.reduce(x32, axis=d, keepdims=True), dtype)
     e = _rounded(np.exp(shifted), dtype)
     s = _rounded(_fold_sum(e, d), dtype)
-    out = (e / s).astype(dtype)
+    out = narrow(e / s, dtype)
     return out, nn.Softmaxed(e.astype(dtype), s.astype(dtype), d)
 
 
@@ -103,7 +103,7 @@ def log_softmax(x, /, dim: int):
     shifted = _rounded(x32 - np.maximum.reduce(x32, axis=d, keepdims=True), dtype)
     e = _rounded(np.exp(shifted), dtype)
     s = _rounded(_fold_sum(e, d), dtype)
-    out = (shifted - _rounded(np.log(s), dtype)).astype(dtype)
+    out = narrow(shifted - _rounded(np.log(s), dtype), dtype)
     return out, nn.Softmaxed(e.astype(dtype), s.astype(dtype), d)
 
 
@@ -114,7 +114,7 @@ def fused_softmax(x: np.ndarray, dim: int) -> np.ndarray:
     x32 = x.astype(FLOAT32)
     e32 = np.exp(x32 - np.maximum.reduce(x32, axis=d, keepdims=True))
     inv = np.float32(1.0) / _fold_sum(e32, d)
-    return (_rounded(e32, dtype) * inv).astype(dtype)
+    return narrow(_rounded(e32, dtype) * inv, dtype)
 
 
 def _install() -> None:
