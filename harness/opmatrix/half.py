@@ -67,7 +67,8 @@ def rounded(value: np.ndarray | None, dtype: str) -> np.ndarray | None:
     (other dtypes unchanged)."""
     if value is None or value.dtype not in (np.float32, np.float64):
         return value
-    return value.astype(numpy_dtype(dtype))
+    with np.errstate(over="ignore"):  # past the format's range: an infinity, as a half kernel
+        return value.astype(numpy_dtype(dtype))
 
 
 # ---- declarations in half rows ----------------------------------------------------------------
