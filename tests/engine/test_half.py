@@ -374,3 +374,18 @@ def test_log_softmax_gradient_is_burns_composite_backward_op_by_op(dtype):
     g_sum = _r(_r(neg, dtype) * _r(1 / _r(s, dtype), dtype), dtype)
     want = once(g + _r(g_sum * e, dtype), dtype)
     assert bits(grad).tolist() == bits(want).tolist()
+
+
+def test_gradient_norm_clipping_sums_half_squares_in_float32():
+    # 4096 gradients of 0.5: squares 0.25 sum to 1024 (norm 32); a bfloat16 accumulator would
+    # stall at 64 (norm 8) and clip four times too little.
+    from harness.engine.optim.clipping import GradientClipping
+
+    g = np.full(4096, 0.5, dtype=BF16)
+    clipped = GradientClipping.norm(1.0).clip_array(g)
+    assert clipped.dtype == BF16
+    coef = np.float32(np.float32(1.0) / np.float32(32.0)).astype(BF16)  # 1 / (32 + tiny)
+    assert (
+        bits(clipped).tolist()
+        == bits(once(np.float32(0.5) * coef.astype(np.float32), BF16))[None].repeat(4096).tolist()
+    )
