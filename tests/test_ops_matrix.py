@@ -169,14 +169,12 @@ def test_json_output_is_deterministic(tmp_path):
     matrix.write_json(matrix.run_matrix(["sum", "relu"]), second)
     assert first.read_bytes() == second.read_bytes()
     doc = json.loads(first.read_text())
+    dtypes = ("float32", "float64", "float16", "bfloat16")
     assert [(i["op"], i["dtype"]) for i in doc["items"]] == [
-        ("sum", "float32"),
-        ("sum", "float64"),
-        ("relu", "float32"),
-        ("relu", "float64"),
+        (op, dtype) for op in ("sum", "relu") for dtype in dtypes
     ]
     assert doc["items"][0]["status"] == DECLARED
-    assert doc["summary"]["items"] == 4 and doc["summary"]["fail_items"] == 0
+    assert doc["summary"]["items"] == 8 and doc["summary"]["fail_items"] == 0
     assert {d["pattern"] for d in doc["declarations"]} == {d.pattern for d in DIVERGENCES}
 
 
@@ -194,8 +192,8 @@ def test_cli_prints_the_table_writes_json_and_exits_0(tmp_path, capsys):
     out = capsys.readouterr().out
     first, header = out.splitlines()[:2]
     assert first == f"numerics: {numerics.describe(numerics.in_force())}"
-    assert header.split() == ["op", "float32", "float64"]
-    assert "4 items (2 pass, 2 declared, 0 fail)" in out and "-> OK" in out
+    assert header.split() == ["op", "float32", "float64", "float16", "bfloat16"]
+    assert "8 items (4 pass, 4 declared, 0 fail)" in out and "-> OK" in out
     doc = json.loads(path.read_text())
     assert doc["ok"] is True
     assert doc["numerics"] == numerics.in_force()
@@ -257,7 +255,7 @@ def test_json_writes_numpy_scalars_as_their_values():
 
 
 @pytest.mark.parametrize(
-    "argv", [["--ops", "add,nope"], ["--dtypes", "float16"], ["--inject-flip", "nope"]]
+    "argv", [["--ops", "add,nope"], ["--dtypes", "float8"], ["--inject-flip", "nope"]]
 )
 def test_cli_names_an_unknown_name_in_one_line_and_exits_2(argv, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -285,3 +283,44 @@ def test_a_declaration_tied_to_a_torch_kernel_holds_only_while_it_runs(
     monkeypatch.setattr(divergences.numerics, "in_force", lambda: {"onednn_max_cpu_isa": isa})
     table = divergences._declarations((PAIRS_BY_NAME["gelu"],))
     assert any(d.pattern == "gelu/float32/*/specials/forward" for d in table) is declared
+
+
+# --- the half rows (harness.opmatrix.half) -------------------------------------------------------
+
+
+def test_half_rows_compare_half_values_under_the_half_tolerance():
+    item = run_item("add", "bfloat16")
+    rows = [c.row for c in item.comparisons if c.row is not None]
+    assert rows and {r.dtype_a for r in rows} == {"bfloat16"}
+    assert item.status == PASS
+
+
+def test_a_half_divergence_is_judged_against_the_float32_reference():
+    # torch's half conv2d backward accumulates in float16; the engine keeps the float32 result
+    # rounded once, which the declaration requires (harness.opmatrix.divergences, half rows).
+    item = run_item("conv2d", "float16")
+    declared = [c for c in item.comparisons if c.status == DECLARED]
+    assert declared and all(c.opinion.reference == "float32-rounded" for c in declared)
+    assert all(c.opinion.engine_error <= c.opinion.torch_error for c in declared)
+
+
+def test_a_sign_flipped_rule_fails_its_half_rows():
+    with flipped_rule("exp"):
+        for dtype in ("float16", "bfloat16"):
+            item = run_item("exp", dtype)
+            assert item.status == FAIL
+            assert any(c.key.endswith("vjp.a") and c.status == FAIL for c in item.comparisons)
+
+
+def test_a_float32_row_declaration_holds_in_a_half_row_only_through_rounding():
+    # relu at NaN (flex gives 0, torch NaN) is declared for every dtype; in a half row the
+    # relation holds on the half values, and a value broken beyond rounding still fails.
+    from harness.opmatrix import half
+
+    div = next(d for d in DIVERGENCES if d.pattern.startswith("relu/") and "forward" in d.pattern)
+    t = np.array([np.nan, 1.0, 2.0], dtype=np.float16)
+    e = np.array([0.0, 1.0, 2.0], dtype=np.float16)
+    assert half.holds_in_half(div.relation, t, e, None, "float16")
+    wrong = np.array([0.0, 1.5, 2.0], dtype=np.float16)
+    wide = (t.astype(np.float32), e.astype(np.float32))
+    assert not half.holds_in_half(div.relation, t, wrong, wide, "float16")

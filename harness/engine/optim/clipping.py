@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 
+from harness.engine.ops.half import finfo, is_half
 from harness.engine.tensor import Tensor
 
 __all__ = ["GradientClipping", "GradientClippingConfig"]
@@ -51,14 +52,25 @@ class GradientClipping:
         if self.kind == "value":
             # burn fills `g > c` with c, then (from the same original g) `g < -c` with -c.
             return np.where(g < -c, -c, np.where(g > c, c, g))
-        norm = np.sqrt(np.add.reduce(np.square(g), axis=None))
+        norm = np.sqrt(_sum_of_squares(g))
         # burn writes `threshold / (norm + tiny)` as `(norm + tiny).recip() * threshold`.
-        coef = (dt(1.0) / (norm + dt(np.finfo(g.dtype).tiny))) * c
+        coef = (dt(1.0) / (norm + dt(finfo(g.dtype).tiny))) * c
         coef = np.minimum(coef, dt(1.0))
         return g * coef
 
     def __repr__(self) -> str:
         return f"GradientClipping.{self.kind}({self.threshold})"
+
+
+def _sum_of_squares(g: np.ndarray):
+    """`g.powi_scalar(2).sum()` in g's dtype. A half dtype sums as flex's `reduce_scalar_half`:
+    the squares (each rounded) folded in order in float32, rounded once (NumPy's own bfloat16
+    `add.reduce` would accumulate in bfloat16, harness.engine.ops.half_ops)."""
+    squares = np.square(g)
+    if not is_half(g.dtype):
+        return np.add.reduce(squares, axis=None)
+    total = np.cumsum(squares.astype(np.float32).ravel())[-1] if g.size else np.float32(0)
+    return np.asarray(total, dtype=np.float32).astype(g.dtype)
 
 
 @dataclasses.dataclass(frozen=True)
