@@ -40,6 +40,7 @@ from harness.trajectory.half import (
     HalfCause,
     HalfVerdict,
     analyse_half,
+    half_holds,
     half_text,
     half_verdict,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "eps_gaps",
     "first_over",
     "fit_growth",
+    "half_holds",
     "half_text",
     "half_verdict",
     "key_precisions",

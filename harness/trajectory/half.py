@@ -192,6 +192,13 @@ def analyse_half(
     )
 
 
+def half_holds(found: HalfVerdict, expect: HalfCause) -> tuple[bool, str]:
+    """A half trajectory check: holds while the half verdict is the one ``expect`` states."""
+    if found.cause == expect:
+        return True, f"{found.dtype} {found.cause} as expected"
+    return False, f"expected {expect}, but the {found.dtype} verdict is {found.cause}"
+
+
 def half_text(v: HalfVerdict) -> str:
     """One clause for a report: ``bfloat16: rounding (shrinks in float32: 1.2 bits; own
     rounding 28.5 / 28.3 eps, gap 7.8: -1.9 bits); float32 reruns: agree (rounding, ...)``."""
@@ -220,6 +227,7 @@ __all__ = [
     "HalfCause",
     "HalfVerdict",
     "analyse_half",
+    "half_holds",
     "half_text",
     "half_verdict",
     "saturated_eps",
