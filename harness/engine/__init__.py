@@ -595,3 +595,8 @@ __all__ += [
     "Unfold4d",
     "Unfold4dConfig",
 ]
+
+# --- ops/half.py (float16 and bfloat16, issue 25) ---
+from .ops.half import FloatDType  # noqa: E402
+
+__all__ += ["FloatDType"]

@@ -2,11 +2,12 @@
 
 Conventions (Python spelling of burn's `Tensor` API):
 
-- `dtype` is a NumPy dtype object: `str(t.dtype) == "float32"`. Floats are float32 (default)
-  or float64, integers int64, masks bool. Float32 and float64 never mix: an op on both raises
-  `DTypeMismatchError` (a TypeError) naming the op and the dtypes. A Python scalar operand is
-  cast to the tensor's dtype first (`np.float32(s)`), as burn converts the scalar to the
-  element type.
+- `dtype` is a NumPy dtype object: `str(t.dtype) == "float32"`. Floats are float32 (default),
+  float64, float16 or bfloat16 (ml_dtypes'; burn's `FloatDType.F16`/`BF16`), integers int64,
+  masks bool. Float dtypes never mix: an op on two raises `DTypeMismatchError` (a TypeError)
+  naming the op and the dtypes. A Python scalar operand is cast to the tensor's dtype first
+  (`np.float32(s)`; to a half format through float32), as burn converts the scalar to the
+  element type. Half tensors compute as burn-flex does (harness.engine.ops.half).
 - Shapes are tuples. burn has no 0-d tensors; here a 0-d tensor can be built with
   `from_numpy`/`from_floats` and used in elementwise ops, but full reductions (`sum()`,
   `mean()`) always return shape `(1,)`.
@@ -62,6 +63,7 @@ from .ops import (
 )
 from .ops import shape as shape_ops
 from .ops.arrays import FLOAT_DTYPES, bool_mask, float_dtype, fmt, norm_dim
+from .ops.half import dtype_of, is_half
 
 __all__ = ["NON_OP_API", "Tensor"]
 
@@ -144,8 +146,18 @@ class Tensor(AutodiffMethods):
 
     @staticmethod
     def from_floats(data, device: Device, dtype="float32") -> Tensor:
-        """A float tensor from (nested) Python numbers; float32 unless `dtype="float64"`."""
-        arr = np.array(data, dtype=float_dtype(dtype))
+        """A float tensor from (nested) Python numbers; float32 unless `dtype` says otherwise
+        ("float64", "float16", "bfloat16", or burn's `FloatDType.F16`...).
+
+        A half tensor gets each number rounded to float32, then to the half format: burn's
+        `from_floats` takes f32 elements and converts them with `f16::from_f32` (ml_dtypes'
+        own float64-to-bfloat16 cast also goes through float32; NumPy's float16 would round
+        the float64 directly)."""
+        dt = float_dtype(dtype)
+        if is_half(dt):
+            arr = np.array(data, dtype=np.float32).astype(dt)
+        else:
+            arr = np.array(data, dtype=dt)
         return Tensor._wrap(arr, _check_device(device))
 
     @staticmethod
@@ -158,8 +170,8 @@ class Tensor(AutodiffMethods):
 
     @staticmethod
     def from_numpy(array: np.ndarray, device: Device) -> Tensor:
-        """A tensor holding a copy of `array` (float32, float64, int64 and bool kept as they are;
-        other integer types become int64)."""
+        """A tensor holding a copy of `array` (float32, float64, float16, bfloat16, int64 and
+        bool kept as they are; other integer types become int64)."""
         arr = np.asarray(array)
         dt = arr.dtype
         if dt.kind in "iu" and dt != np.int64:
@@ -173,17 +185,21 @@ class Tensor(AutodiffMethods):
     @staticmethod
     def zeros(shape, device: Device, dtype="float32") -> Tensor:
         """A tensor of zeros."""
-        return Tensor._wrap(np.zeros(tuple(shape), dtype=dtype), _check_device(device))
+        return Tensor._wrap(np.zeros(tuple(shape), dtype=dtype_of(dtype)), _check_device(device))
 
     @staticmethod
     def ones(shape, device: Device, dtype="float32") -> Tensor:
         """A tensor of ones."""
-        return Tensor._wrap(np.ones(tuple(shape), dtype=dtype), _check_device(device))
+        return Tensor._wrap(np.ones(tuple(shape), dtype=dtype_of(dtype)), _check_device(device))
 
     @staticmethod
     def full(shape, value, device: Device, dtype="float32") -> Tensor:
-        """A tensor filled with `value` (cast to `dtype`)."""
-        return Tensor._wrap(np.full(tuple(shape), value, dtype=dtype), _check_device(device))
+        """A tensor filled with `value` (cast to `dtype`; to a half format through float32,
+        as `from_floats`)."""
+        dt = dtype_of(dtype)
+        if is_half(dt) and value.__class__ is float:
+            value = np.float32(value)
+        return Tensor._wrap(np.full(tuple(shape), value, dtype=dt), _check_device(device))
 
     @staticmethod
     def empty(shape, device: Device, dtype="float32") -> Tensor:
@@ -217,7 +233,8 @@ class Tensor(AutodiffMethods):
     shape = property(attrgetter("_data.shape"), doc="The shape, as a tuple.")
     dtype = property(
         attrgetter("_data.dtype"),
-        doc='The NumPy dtype object (`str(t.dtype)` is "float32", "float64", "int64" or "bool").',
+        doc="The NumPy dtype object (`str(t.dtype)`: float32, float64, float16, bfloat16, int64 "
+        "or bool).",
     )
     ndim = property(attrgetter("_data.ndim"), doc="The rank.")
 

@@ -442,7 +442,7 @@ def _arrays(*shapes, dtype=np.float32):
         (lambda: conv2d(*_arrays((1, 1, 4, 4)), *_arrays((2, 1, 3, 3), dtype=np.float64)),
          DTypeMismatchError, r"conv2d: dtype mismatch: float32 and float64"),
         (lambda: conv2d(*_arrays((1, 1, 4, 4), (1, 1, 3, 3), dtype=np.int64)), TypeError,
-         r"conv2d: float tensors are float32 or float64, got int64"),
+         r"conv2d: float tensors are float32, float64, float16 or bfloat16, got int64"),
         (lambda: conv2d(*_arrays((1, 1, 4, 4), (1, 1, 3, 3)), stride=0), ValueError,
          r"conv2d: stride must be >= 1"),
         (lambda: conv2d(*_arrays((1, 1, 4, 4), (1, 1, 3, 3)), padding=(1, 2, 3)), ValueError,

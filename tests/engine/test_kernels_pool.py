@@ -486,5 +486,5 @@ def test_pool_arguments_are_checked():
         max_pool2d(np.zeros((1, 1, 4, 4)), 2, stride=0)
     with pytest.raises(ValueError, match="kernel_size must be >= 1"):
         avg_pool1d(np.zeros((1, 1, 4)), 0)
-    with pytest.raises(TypeError, match="float32 or float64"):
+    with pytest.raises(TypeError, match="float32, float64, float16 or bfloat16"):
         max_pool2d(np.zeros((1, 1, 4, 4), dtype=np.int32), 2)

@@ -31,7 +31,8 @@ def test_from_floats_defaults_to_float32_and_supports_float64():
 
 
 def test_from_floats_rejects_non_float_dtypes():
-    with pytest.raises(TypeError, match="float tensors are float32 or float64, got int64"):
+    expected = "float tensors are float32, float64, float16 or bfloat16, got int64"
+    with pytest.raises(TypeError, match=expected):
         Tensor.from_floats([1], AD, dtype="int64")
 
 
@@ -60,9 +61,11 @@ def test_from_numpy_keeps_or_normalizes_the_dtype(dtype, kept):
     assert t.shape == (2, 3)
 
 
-def test_from_numpy_rejects_float16():
-    with pytest.raises(TypeError, match="from_numpy: unsupported dtype float16"):
-        Tensor.from_numpy(np.zeros(2, dtype=np.float16), AD)
+def test_from_numpy_keeps_half_dtypes_and_rejects_complex():
+    half = Tensor.from_numpy(np.array([1.5, -2.0], dtype=np.float16), AD)
+    assert half.dtype == np.float16 and half.tolist() == [1.5, -2.0]
+    with pytest.raises(TypeError, match="from_numpy: unsupported dtype complex64"):
+        Tensor.from_numpy(np.zeros(2, dtype=np.complex64), AD)
 
 
 def test_from_numpy_copies_and_numpy_is_read_only():

@@ -60,10 +60,13 @@ def ints_2d(op: str, name: str, value, nd: int, *, minimum: int, fill: int) -> t
 
 
 def check_float(op: str, *arrays: np.ndarray) -> np.dtype:
-    """The common float dtype of `arrays` (float32 or float64; burn never promotes)."""
+    """The common float dtype of `arrays` (float32, float64, float16 or bfloat16; burn never
+    promotes)."""
     dtype = arrays[0].dtype
     if dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{op}: float tensors are float32 or float64, got {dtype}")
+        raise TypeError(
+            f"{op}: float tensors are float32, float64, float16 or bfloat16, got {dtype}"
+        )
     for other in arrays[1:]:
         if other.dtype != dtype:
             raise dtype_error(op, arrays[0], other)

@@ -8,8 +8,10 @@ import functools
 import numpy as np
 
 from ..errors import DTypeMismatchError, ShapeError
+from .half import BFLOAT16, FLOAT16, dtype_of, half_scalar, is_half
 
-FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# float32 first: the default. The half formats compute as harness.engine.ops.half says.
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), FLOAT16, BFLOAT16)
 INT64 = np.dtype(np.int64)
 
 
@@ -55,7 +57,7 @@ class _ZeroTable(dict):
 # dtypes). A ufunc converts a Python scalar operand at every call; with a 0-d array of the
 # right dtype, small calls (`maximum(x, 0)`, `x <= 0`, masked `putmask`) take half the time,
 # with the same results. A dict's bound `__getitem__`: the lookup is one C call, no frame.
-_ZEROS = _ZeroTable({np.dtype(t): _read_only_zero(t) for t in (np.float32, np.float64)})
+_ZEROS = _ZeroTable({t: _read_only_zero(t) for t in FLOAT_DTYPES})
 zero_of = _ZEROS.__getitem__
 _SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}
 
@@ -140,9 +142,10 @@ def broadcast_error(op: str, a: np.ndarray, b: np.ndarray) -> ShapeError:
 
 
 def float_dtype(dtype) -> np.dtype:
-    dt = np.dtype(dtype)
+    """`dtype` (a dtype, its name, or burn's `FloatDType` member or name) as a float dtype."""
+    dt = dtype_of(dtype)
     if dt not in FLOAT_DTYPES:
-        raise TypeError(f"float tensors are float32 or float64, got {dt}")
+        raise TypeError(f"float tensors are float32, float64, float16 or bfloat16, got {dt}")
     return dt
 
 
@@ -159,7 +162,10 @@ def scalar_of(x: np.ndarray, value):
     cls = value.__class__
     if cls is not float and cls is not int and np.ndim(value) != 0:
         raise TypeError(f"expected a scalar or a Tensor operand, got {cls.__name__}")
-    return x.dtype.type(value)
+    dtype = x.dtype
+    if is_half(dtype):  # rounded through float32, as flex's scalar_op
+        return dtype.type(half_scalar(value, dtype) if cls is float else value)
+    return dtype.type(value)
 
 
 def bool_mask(op: str, mask: np.ndarray) -> np.ndarray:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MissingRuleError, RuleArityError
+from . import half
 from .facts import Check
 
 Array = np.ndarray
@@ -62,12 +63,19 @@ class Primitive:
     (`untracked` says why). The op plumbing reads `backward` at each call, so replacing it
     (harness.opmatrix.inject) changes every graph built afterwards, and no copy can disagree."""
 
-    __slots__ = ("backward", "checks", "forward", "inputs", "name", "params", "untracked")
+    __slots__ = (
+        *("backward", "checks", "forward", "inputs", "name", "params", "untracked"),
+        *("half_forward", "half_rule"),
+    )
 
     def __init__(self, name, forward, backward, inputs, params, untracked, checks) -> None:
         self.name = name
         self.forward = forward
         self.backward = backward
+        # float16/bfloat16 (harness.engine.ops.half): the forward and rule that run on half
+        # arrays; `forward` and `backward` dispatch to them (wrapped at registration).
+        self.half_forward = None
+        self.half_rule = None
         self.inputs: tuple[str, ...] = inputs  # "*name" for a variadic input (cat)
         self.params: tuple[str, ...] = params
         self.untracked: str = untracked
@@ -154,5 +162,7 @@ def _own(name: str, checks: tuple[Check, ...]) -> tuple[Check, ...]:
 def _register(op: Primitive) -> Primitive:
     if op.name in PRIMITIVES:
         raise ValueError(f"primitive {op.name!r} is registered twice")
+    if op.backward is not None and op.name not in half.NATIVE:
+        half.dispatch(op)
     PRIMITIVES[op.name] = op
     return op

@@ -12,6 +12,7 @@ import numpy as np
 from .arrays import FLOAT_DTYPES, bool_mask, float_dtype
 from .base import Array, Grad, Tracked, differentiable, untracked
 from .facts import BOOL, INT, UNARY, Check, Input, binary, unary
+from .half import burn_round, is_half
 
 _BOOLEAN = "boolean output"
 
@@ -203,11 +204,22 @@ def cast(x: Array, /, dtype) -> tuple[Array, Cast]:
     cast step whose backward is the identity: the gradients are the same.
     """
     dt = float_dtype(dtype)
-    return (x if x.dtype == dt else x.astype(dt)), Cast(x.dtype)
+    return (x if x.dtype == dt else convert(x, dt)), Cast(x.dtype)
+
+
+def convert(x: Array, dtype: np.dtype) -> Array:
+    """`x` in another float dtype as flex's `float_cast` (float.rs) converts it: through f64,
+    exact except into a narrower format; into float16/bfloat16 from float32/float64 with the
+    `half` crate's rounding (`harness.engine.ops.half.burn_round`, which states the PyTorch
+    difference: 1 ULP on a value just above a rounding tie)."""
+    if is_half(dtype) and not is_half(x.dtype):
+        return burn_round(x, dtype)
+    return x.astype(dtype)
 
 
 def cast_backward(s: Cast, g: Array, tracked: Tracked) -> tuple[Grad]:
-    return (g.astype(s.dtype),)
+    # burn-autodiff's cast step casts the gradient back with the same `float_cast`.
+    return (g if g.dtype == s.dtype else convert(g, s.dtype),)
 
 
 CAST = differentiable(
