@@ -1,8 +1,11 @@
-"""Training in half precision: the A1 MLP 50 SGD steps in bfloat16 three ways, and loss scaling
-where float16 gradients underflow.
+"""Training in half precision: the A1 MLP and the small transformer 50 SGD steps in bfloat16
+three ways, and loss scaling where float16 gradients underflow.
 
 Three bfloat16 runs of A1 (lr 0.1, the same batch each step; loss and every param recorded per
-step, in PyTorch's names and layout):
+step, in PyTorch's names and layout), and the same three of ``cases/transformer_train.py``'s
+transformer and task (its model and weights, loaded from that file; SGD with lr 0.05 instead of
+Adam, whose float32 bias corrections in burn are a formula difference at every precision,
+shown there; the loss, ``head.bias`` and the last layer's ``norm2.weight`` per step):
 
 - ``torch:bfloat16.mlp.params``: torch with bfloat16 parameters and inputs (``model.to(
   torch.bfloat16)``): every op and the SGD update ``p.add_(g, alpha=-lr)`` round to bfloat16;
@@ -36,17 +39,39 @@ GradScaler, so its underflowed gradients stay zero; the engine's float16 run
 there, not the scaled one.
 """
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import A1, A1_LR, PARAM_NAMES, _engine_linear, a1_arrays, a1_torch, engine_params
+from harness.a1 import (
+    A1,
+    A1_LR,
+    PARAM_NAMES,
+    _engine_linear,
+    a1_arrays,
+    a1_torch,
+    engine_params,
+    import_torch_weights,
+)
 from harness.case import agree, expect, predicate, trajectory
-from harness.engine import CrossEntropyLossConfig, Device, GradientsParams, SgdConfig, Tensor
+from harness.engine import (
+    CrossEntropyLossConfig,
+    Device,
+    FloatDType,
+    GradientsParams,
+    SgdConfig,
+    Tensor,
+)
+from harness.engine.module.core import Param
 from harness.float_dtypes import BFLOAT16
 from harness.tolerances import Tolerance
 
 STEPS = 50
+TRANSFORMER_LR = 0.05
+TRACKED = ("head.bias", "encoder.layers.1.norm2.weight")  # recorded at every step, with the loss
 LOSS_WEIGHT = 2.0**-20  # the loss-scaling experiment's weight: gradients near 1e-8
 INIT_SCALE = 2.0**16  # GradScaler's default initial scale
 
@@ -75,6 +100,44 @@ def _torch_mlp(dtype, autocast=False):
     return run
 
 
+def _transformer_case():
+    """``cases/transformer_train.py``, the one definition of the small transformer and its
+    task (loaded from beside this file, as ``harness.case.load_case`` loads a case)."""
+    path = Path(__file__).with_name("transformer_train.py")
+    spec = importlib.util.spec_from_file_location("cases.transformer_train", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TT = _transformer_case()
+
+
+def _torch_transformer(dtype, autocast=False):
+    """50 SGD steps of the small transformer: float32 weights (and position table) cast to
+    ``dtype`` as ``model.to(dtype)`` does; ``autocast``: float32, under bfloat16 autocast.
+    The float64 rerun builds its table in float64, as transformer_train's does."""
+    model = TT._torch_model(torch.float64 if dtype == torch.float64 else torch.float32)
+    model = model.to(dtype)
+    x, y = (torch.from_numpy(a) for a in TT._task())
+    optim = torch.optim.SGD(model.parameters(), lr=TRANSFORMER_LR)
+    losses, tracked = [], []
+    for _ in range(STEPS):
+        optim.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = F.cross_entropy(model(x).reshape(TT.B * TT.S, TT.V), y)
+        loss.backward()
+        optim.step()
+        losses.append(loss.detach())
+        state = model.state_dict()
+        tracked.append({k: state[k].detach().clone() for k in TRACKED})
+    run = {"loss": torch.stack(losses)}
+    run |= {k: torch.stack([step[k] for step in tracked]) for k in TRACKED}
+    if autocast:
+        run = {k: v.to(torch.bfloat16) for k, v in run.items()}
+    return run
+
+
 def _torch_grads(mode):
     """The first step's gradients of the weighted loss: ``unscaled`` (float16 parameters),
     ``autocast`` (float16 autocast, float32 master weights, no scaler), ``scaled``
@@ -93,16 +156,28 @@ def _torch_grads(mode):
 
 def torch_side(dtype=None):
     if dtype == torch.float64:  # the float64 rerun, under each half run's keys
-        run = _torch_mlp(torch.float64)
-        return {"bfloat16": {"mlp": {"params": run, "autocast": run}}}
+        mlp, transformer = _torch_mlp(torch.float64), _torch_transformer(torch.float64)
+        return {
+            "bfloat16": {
+                "mlp": {"params": mlp, "autocast": mlp},
+                "transformer": {"params": transformer, "autocast": transformer},
+            }
+        }
     return {
         "bfloat16": {
             "mlp": {
                 "params": _torch_mlp(torch.bfloat16),
                 "autocast": _torch_mlp(torch.float32, autocast=True),
-            }
+            },
+            "transformer": {
+                "params": _torch_transformer(torch.bfloat16),
+                "autocast": _torch_transformer(torch.float32, autocast=True),
+            },
         },
-        "float32": {"mlp": _torch_mlp(torch.float32)},
+        "float32": {
+            "mlp": _torch_mlp(torch.float32),
+            "transformer": _torch_transformer(torch.float32),
+        },
         "float16": {
             "loss_scale": {mode: _torch_grads(mode) for mode in ("unscaled", "autocast", "scaled")}
         },
@@ -137,6 +212,34 @@ def _engine_mlp(dtype):
     return run | {f"params.{n}": np.stack([step[n] for step in params]) for n in PARAM_NAMES}
 
 
+def _engine_transformer(dtype):
+    """The same loop in the engine: PyTorch's float32 weights imported, each param cast to
+    ``dtype`` (burn's ``cast(FloatDType::BF16)``; the float64 rerun imports float64 weights)."""
+    device = Device.flex().autodiff()
+    start = TT._torch_model(torch.float64 if dtype == "float64" else torch.float32)
+    model, result = import_torch_weights(start, TT.Model(device))
+    assert not (result.missing or result.errors), result
+    if dtype == "bfloat16":
+        model = model.map(lambda p: Param.from_tensor(p.val().cast(FloatDType.BF16).detach()))
+    x_np, y_np = TT._task()
+    x, y = Tensor.from_numpy(x_np, device), Tensor.from_numpy(y_np, device)
+    optim, loss_fn = SgdConfig().init(), CrossEntropyLossConfig().init(device)
+    losses, tracked = [], []
+    for _ in range(STEPS):
+        loss = loss_fn.forward(model(x).reshape([TT.B * TT.S, TT.V]), y)
+        grads = GradientsParams.from_grads(loss.backward(), model)
+        model = optim.step(TRANSFORMER_LR, model, grads)
+        losses.append(loss.numpy().reshape(()))
+        tracked.append(
+            {
+                "head.bias": model.head.bias.val().numpy(),
+                "encoder.layers.1.norm2.weight": model.encoder.layers[1].norm_2.gamma.val().numpy(),
+            }
+        )
+    run = {"loss": np.stack(losses)}
+    return run | {k: np.stack([step[k] for step in tracked]) for k in TRACKED}
+
+
 def _engine_grads(dtype):
     """The first step's gradients of the weighted loss, in ``dtype`` (burn has no scaler)."""
     device = Device.flex().autodiff()
@@ -148,11 +251,12 @@ def _engine_grads(dtype):
 
 def engine_side(dtype=None):
     if dtype == "float64":
-        return {"bfloat16": {"mlp": _engine_mlp(np.float64)}}
+        mlp, transformer = _engine_mlp(np.float64), _engine_transformer("float64")
+        return {"bfloat16": {"mlp": mlp, "transformer": transformer}}
     grads16 = _engine_grads(np.float16)
     return {
-        "bfloat16": {"mlp": _engine_mlp(BFLOAT16)},
-        "float32": {"mlp": _engine_mlp(np.float32)},
+        "bfloat16": {"mlp": _engine_mlp(BFLOAT16), "transformer": _engine_transformer("bfloat16")},
+        "float32": {"mlp": _engine_mlp(np.float32), "transformer": _engine_transformer("float32")},
         "float16": {"loss_scale": {"unscaled": _torch_layout(grads16)}},
     }
 
@@ -163,18 +267,20 @@ def _torch_layout(grads):
 
 # ---- checks ----------------------------------------------------------------------------------
 
-_F32 = {"torch": "torch:float32.mlp.", "engine": "engine:float32.mlp."}
 
+def _half(model, left, right, expect_):
+    """A half check between two of the runs ``params``, ``autocast`` (torch) and ``engine``."""
 
-def _half(left, right, expect_):
-    sides = {"params": "torch", "autocast": "torch", "engine": "engine"}
-    refs = {"params": "torch:bfloat16.mlp.params.", "autocast": "torch:bfloat16.mlp.autocast."}
-    refs["engine"] = "engine:bfloat16.mlp."
+    def run(name, dtype="bfloat16"):
+        side = "engine" if name == "engine" else "torch"
+        at = f"{side}:{dtype}.{model}."
+        return at if side == "engine" or dtype == "float32" else f"{at}{name}."
+
     return trajectory(
         "*",
-        refs[left],
-        refs[right],
-        float32=(_F32[sides[left]], _F32[sides[right]]),
+        run(left),
+        run(right),
+        float32=(run(left, "float32"), run(right, "float32")),
         expect=expect_,
     )
 
@@ -190,9 +296,12 @@ _SCALED_TOL = Tolerance(
 )
 
 CHECKS = [
-    _half("params", "engine", "rounding"),
-    _half("params", "autocast", "accumulation"),
-    _half("autocast", "engine", "accumulation"),
+    _half("mlp", "params", "engine", "rounding"),
+    _half("mlp", "params", "autocast", "accumulation"),
+    _half("mlp", "autocast", "engine", "accumulation"),
+    _half("transformer", "params", "engine", "rounding"),
+    _half("transformer", "params", "autocast", "accumulation"),
+    _half("transformer", "autocast", "engine", "accumulation"),
     # Loss scaling: fc1's weight gradients (about 4e-8) flush to 0 in float16 without it.
     expect("fc1.weight", "torch:float16.loss_scale.unscaled.", _UNDERFLOWS),
     expect("fc1.weight", "torch:float16.loss_scale.autocast.", _UNDERFLOWS),
