@@ -169,14 +169,12 @@ def test_json_output_is_deterministic(tmp_path):
     matrix.write_json(matrix.run_matrix(["sum", "relu"]), second)
     assert first.read_bytes() == second.read_bytes()
     doc = json.loads(first.read_text())
+    dtypes = ("float32", "float64", "float16", "bfloat16")
     assert [(i["op"], i["dtype"]) for i in doc["items"]] == [
-        ("sum", "float32"),
-        ("sum", "float64"),
-        ("relu", "float32"),
-        ("relu", "float64"),
+        (op, dtype) for op in ("sum", "relu") for dtype in dtypes
     ]
     assert doc["items"][0]["status"] == DECLARED
-    assert doc["summary"]["items"] == 4 and doc["summary"]["fail_items"] == 0
+    assert doc["summary"]["items"] == 8 and doc["summary"]["fail_items"] == 0
     assert {d["pattern"] for d in doc["declarations"]} == {d.pattern for d in DIVERGENCES}
 
 
@@ -194,8 +192,8 @@ def test_cli_prints_the_table_writes_json_and_exits_0(tmp_path, capsys):
     out = capsys.readouterr().out
     first, header = out.splitlines()[:2]
     assert first == f"numerics: {numerics.describe(numerics.in_force())}"
-    assert header.split() == ["op", "float32", "float64"]
-    assert "4 items (2 pass, 2 declared, 0 fail)" in out and "-> OK" in out
+    assert header.split() == ["op", "float32", "float64", "float16", "bfloat16"]
+    assert "8 items (4 pass, 4 declared, 0 fail)" in out and "-> OK" in out
     doc = json.loads(path.read_text())
     assert doc["ok"] is True
     assert doc["numerics"] == numerics.in_force()
@@ -257,7 +255,7 @@ def test_json_writes_numpy_scalars_as_their_values():
 
 
 @pytest.mark.parametrize(
-    "argv", [["--ops", "add,nope"], ["--dtypes", "float16"], ["--inject-flip", "nope"]]
+    "argv", [["--ops", "add,nope"], ["--dtypes", "float8"], ["--inject-flip", "nope"]]
 )
 def test_cli_names_an_unknown_name_in_one_line_and_exits_2(argv, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -42,6 +42,7 @@ from harness.engine.methods import (
 )
 from harness.engine.ops import conv, linalg, pool
 from harness.engine.ops import interpolate as interpolate_ops
+from harness.engine.ops.half import finfo
 from harness.engine.tensor import Tensor
 
 __all__ = [
@@ -623,10 +624,10 @@ def attention(
         scores = scores.mask_fill(_causal_mask(scores), -math.inf)
     if attn_bias is not None:
         scores = scores + attn_bias
-    finfo = np.finfo(np.dtype(scores.dtype))
-    row_max = scores.max_dim(3).clamp_min(float(finfo.min))
+    limits = finfo(scores.dtype)
+    row_max = scores.max_dim(3).clamp_min(float(limits.min))
     numerator = (scores - row_max).exp()
-    return (numerator / numerator.sum_dim(3).clamp_min(float(finfo.tiny))).matmul(value)
+    return (numerator / numerator.sum_dim(3).clamp_min(float(limits.tiny))).matmul(value)
 
 
 attention_fallback = attention

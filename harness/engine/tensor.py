@@ -49,6 +49,7 @@ from .ops import activation as activation_ops
 from .ops import (
     conversions,
     elementwise,
+    half_ops,
     indexing,
     lattice,
     layout,
@@ -303,7 +304,7 @@ class Tensor(AutodiffMethods):
     sigmoid = unary_method(nn.SIGMOID)
     log_sigmoid = unary_method(nn.LOG_SIGMOID)
     log_softmax = unary_method(nn.LOG_SOFTMAX)
-    softmax = unary_method(nn.SOFTMAX)
+    _softmax = unary_method(nn.SOFTMAX)
     sum = unary_method(reductions.SUM)
     mean = unary_method(reductions.MEAN)
     sum_dim = unary_method(reductions.SUM_DIM)
@@ -383,6 +384,16 @@ class Tensor(AutodiffMethods):
         op = conversions.CAST
         out, saved = op.forward(self._data, dtype)
         return self if out is self._data else unary_result(self, op, out, saved)
+
+    def softmax(self, dim: int) -> Tensor:
+        """exp(x - max) / sum(exp(x - max)) along `dim` (`harness.engine.ops.nn.softmax`).
+
+        A half tensor on the plain device takes flex's fused kernel, which rounds twice
+        (`harness.engine.ops.half_ops.fused_softmax`); on the autodiff device burn runs the
+        five-op composite, each op rounded (`half_ops.softmax`)."""
+        if self._node is None and is_half(self._data.dtype):
+            return Tensor(half_ops.fused_softmax(self._data, dim), _PLAIN, None)
+        return self._softmax(dim)
 
     def gather(self, dim: int, indices: Tensor) -> Tensor:
         """`out[i][j] = self[i][indices[i][j]]` along `dim` (indices int64, same rank)."""

@@ -21,7 +21,8 @@ import torch
 from harness.diff import TensorDiff, diff_arrays
 from harness.engine import AutodiffError, Device, Tensor
 from harness.engine.ops.facts import Rounding
-from harness.opmatrix import torch_reference
+from harness.float_dtypes import is_float, numpy_dtype, smallest_normal
+from harness.opmatrix import half, torch_reference
 from harness.opmatrix.opinion import Opinion, third_opinion
 from harness.opmatrix.registry import (
     BOOL,
@@ -36,7 +37,7 @@ from harness.opmatrix.registry import (
 from harness.report import row_summary
 from harness.tolerances import Tolerance, default_tolerance
 
-DTYPES = ("float32", "float64")
+DTYPES = ("float32", "float64", *half.HALF_DTYPES)
 VALUESETS = ("random", "kinks", "specials")
 PASS, DECLARED, FAIL = "pass", "declared", "fail"
 DEVICE = Device.flex().autodiff()
@@ -83,12 +84,14 @@ def compile_pair(p: OpPair, dtype: str) -> Compiled:
 
 def specials(dtype: str) -> np.ndarray:
     """NaN, both infinities, both zeros, subnormals of both signs, and a few ordinary values."""
-    tiny = np.finfo(dtype).smallest_subnormal
-    return np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, tiny, -tiny, 1.0, -1.5, 0.5], dtype)
+    dt = numpy_dtype(dtype)
+    # The smallest subnormal: 2**-(mantissa bits) of the smallest normal (finfo refuses bfloat16).
+    tiny = np.finfo(dt).smallest_subnormal if dt.kind == "f" else smallest_normal(dt) * 2.0**-7
+    return np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, tiny, -tiny, 1.0, -1.5, 0.5], dt)
 
 
 def _fill(values: Sequence[float] | np.ndarray, shape, dtype: str, shift: int = 0) -> np.ndarray:
-    values = np.roll(np.asarray(values, dtype=dtype), -shift)
+    values = np.roll(np.asarray(values, dtype=numpy_dtype(dtype)), -shift)
     size = int(np.prod(shape, dtype=np.int64))
     return np.resize(values, size).reshape(shape)
 
@@ -107,7 +110,7 @@ def _draw(domain: str, shape, dtype: str, rng: np.random.Generator) -> np.ndarra
         x = rng.uniform(1.1, 3.0, shape)
     else:
         x = rng.uniform(-2.0, 2.0, shape)
-    return np.asarray(x, dtype=dtype)
+    return np.asarray(x, dtype=numpy_dtype(dtype))
 
 
 def make_inputs(
@@ -170,16 +173,22 @@ def _as_tuple(out) -> tuple:
     return tuple(out) if isinstance(out, tuple | list) else (out,)
 
 
-def cotangents(outputs: Sequence[np.ndarray], key: str) -> list[np.ndarray | None]:
+def cotangents(
+    outputs: Sequence[np.ndarray], key: str, through: str | None = None
+) -> list[np.ndarray | None]:
     """One seeded normal cotangent per float output (None for bool/int outputs).
 
     Values are rounded to float32 first, so a float32 cell and its float64 third opinion use
-    exactly the same cotangent."""
+    exactly the same cotangent; `through` a half dtype too, so that a half cell's float32
+    reference runs get the half cell's cotangent."""
     rng = cell_rng(key, "cot")
     cots = []
     for out in outputs:
-        if out.dtype.kind == "f":
-            cots.append(rng.standard_normal(out.shape).astype(np.float32).astype(out.dtype))
+        if is_float(out.dtype):
+            cot = rng.standard_normal(out.shape).astype(np.float32)
+            if through is not None:
+                cot = cot.astype(numpy_dtype(through))
+            cots.append(cot.astype(out.dtype))
         else:
             cots.append(None)
     return cots
@@ -198,7 +207,9 @@ def _seeded(out: Tensor, cot: Tensor, op: str) -> Tensor:
     return out.reshape([1, -1]).matmul(cot.reshape([-1, 1]))
 
 
-def run_engine(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) -> SideRun:
+def run_engine(
+    p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str, through: str | None = None
+) -> SideRun:
     """Forward, then the VJP with the cell's cotangent (see `_seeded`) for every float input."""
     run = SideRun()
     try:
@@ -210,7 +221,7 @@ def run_engine(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) -
         run.outputs = [np.array(o.numpy()) for o in outs]
         run.raw_shapes = [o.shape for o in run.outputs]
         loss = None
-        for out, cot in zip(outs, cotangents(run.outputs, key), strict=True):
+        for out, cot in zip(outs, cotangents(run.outputs, key, through), strict=True):
             if cot is not None:
                 term = _seeded(out, Tensor.from_numpy(cot, DEVICE), p.op)
                 loss = term if loss is None else loss + term
@@ -226,7 +237,9 @@ def run_engine(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) -
     return run
 
 
-def run_torch(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) -> SideRun:
+def run_torch(
+    p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str, through: str | None = None
+) -> SideRun:
     """Forward (mapped to the engine's layout), then `autograd.grad` with the same cotangents.
 
     `dtype` picks the compiled templates; the arrays' own dtype is what runs (the third
@@ -235,15 +248,15 @@ def run_torch(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) ->
     try:
         tensors = {}
         for inp in p.inputs:
-            t = torch.from_numpy(np.array(arrays[inp.name]))
+            t = half.to_torch(arrays[inp.name])
             tensors[inp.name] = t.requires_grad_(True) if inp.kind == FLOAT else t
         fns = compile_pair(p, dtype)
         raw = _as_tuple(fns.torch(**tensors))
         run.raw_shapes = [tuple(o.shape) for o in raw]
         outs = [fns.layout(o) for o in raw]
-        run.outputs = [o.detach().numpy().copy() for o in outs]
+        run.outputs = [half.to_numpy(o) for o in outs]
         # Each cotangent already has its output's dtype (`cotangents` reads run.outputs).
-        cots = cotangents(run.outputs, key)
+        cots = cotangents(run.outputs, key, through)
         diff_outs = [
             (o, c) for o, c in zip(outs, cots, strict=True) if c is not None and o.requires_grad
         ]
@@ -253,11 +266,11 @@ def run_torch(p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str) ->
             grads = torch.autograd.grad(
                 [o for o, _ in diff_outs],
                 inputs,
-                grad_outputs=[torch.from_numpy(c) for _, c in diff_outs],
+                grad_outputs=[half.to_torch(c) for _, c in diff_outs],
                 allow_unused=True,
             )
         for name, g in zip(p.float_inputs, grads, strict=True):
-            run.grads[name] = None if g is None else g.numpy().copy()
+            run.grads[name] = None if g is None else half.to_numpy(g)
     except Exception as exc:  # a side that raises is a finding, reported per cell
         run.error = f"{type(exc).__name__}: {exc}"
     return run
@@ -279,6 +292,10 @@ class Comparison:
     reason: str = ""
     opinion: Opinion | None = None
     values: tuple[Any, Any] | None = field(default=None, repr=False)  # (torch, engine)
+    # Half cells that disagree: the float32 reference rounded once, and both sides' float32
+    # values on the same inputs (harness.opmatrix.half judges declarations with them).
+    reference: Any = field(default=None, repr=False)
+    wide: tuple[Any, Any] | None = field(default=None, repr=False)
 
     @property
     def check(self) -> str:
@@ -373,4 +390,32 @@ def run_cell(
     comps = compare_cell(prefix, t, e, p.rounding)
     if dtype == "float32":
         _attach_opinions(comps, p, arrays, prefix, opinions)
+    elif half.is_half(dtype):
+        _attach_half_opinions(comps, p, dtype, arrays, prefix)
     return comps
+
+
+def _attach_half_opinions(
+    comps: list[Comparison], p: OpPair, dtype: str, arrays: dict[str, np.ndarray], key: str
+) -> None:
+    """Give every half value comparison that disagrees the float32 reference's opinion (torch
+    in float32 on the same inputs, rounded once to `dtype`: harness.opmatrix.half), and keep
+    both sides' float32 values for the declarations."""
+    wanted = [c for c in comps if c.row is not None and not c.ok]
+    if not wanted:
+        return
+    wide = half.widened(arrays)
+    t32 = run_torch(p, "float32", wide, key, through=dtype)
+    with np.errstate(all="ignore"):  # as the cell's own engine run
+        e32 = run_engine(p, "float32", wide, key, through=dtype)
+    for c in wanted:
+        t, e = c.values
+        wt, we = _reference(c, t32), _reference(c, e32)
+        if wt is None or not wt.shape == np.shape(t) == np.shape(e):
+            continue
+        c.reference = half.rounded(wt, dtype)
+        c.opinion = third_opinion(
+            t, e, c.reference, worst_index=c.row.worst_index, reference_name=half.REFERENCE
+        )
+        if we is not None and we.shape == wt.shape:
+            c.wide = (wt, we)

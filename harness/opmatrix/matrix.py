@@ -1,4 +1,5 @@
-"""The op matrix: every registered op x {float32, float64} x shapes x value sets, both sides.
+"""The op matrix: every registered op x {float32, float64, float16, bfloat16} x shapes x value
+sets, both sides (half rows: harness.opmatrix.half).
 
 An *item* is one (op, dtype): every cell of it (`harness.opmatrix.cells`: shapes x value sets,
 forward and VJP against PyTorch). A comparison that disagrees is "declared" when
@@ -23,6 +24,7 @@ from harness import numerics
 from harness.case import OUT_DIR
 from harness.cli import exit_code, names_of
 from harness.opmatrix import divergences as div_table
+from harness.opmatrix import half
 from harness.opmatrix.cells import DECLARED, DTYPES, FAIL, PASS, Comparison, run_cell, valuesets
 from harness.opmatrix.inject import flipped_rule, rule_name
 from harness.opmatrix.opinion import opinion_json, render_opinion
@@ -99,15 +101,36 @@ def apply_divergences(
             comp.status = PASS
         elif found is None:
             comp.status = FAIL
-        elif found.relation is None or (
-            comp.values is not None and found.relation.holds(*comp.values)
-        ):
+        elif found.relation is None or _relation_holds(found, comp):
             comp.status, comp.reason = DECLARED, found.reason
         else:
             comp.status = FAIL
             comp.note += f" (declared {found.pattern}, but not '{found.relation.text}')"
-    vanished = [d for d, cs in matched.items() if all(c.ok for c in cs)]
+    # A float32-row declaration need not diverge in a half row (its float32 rows keep it live).
+    vanished = [
+        d
+        for d, cs in matched.items()
+        if all(c.ok for c in cs) and not (_in_half_row(cs[0]) and half.names_wide_dtypes(d.pattern))
+    ]
     return list(matched), vanished
+
+
+def _in_half_row(comp: Comparison) -> bool:
+    return half.is_half(comp.key.split("/")[1])
+
+
+def _relation_holds(found: div_table.Divergence, comp: Comparison) -> bool:
+    """Whether the comparison keeps the declaration's relation; in a half row, a float32-row
+    declaration may hold through half rounding (`half.holds_in_half`), and a half declaration
+    is judged against the float32 reference (`half.ReferenceRelation`)."""
+    if comp.values is None:
+        return False
+    relation = found.relation
+    if isinstance(relation, half.ReferenceRelation):
+        return relation.holds_ref(*comp.values, comp.reference)
+    if _in_half_row(comp):
+        return half.holds_in_half(relation, *comp.values, comp.wide, comp.key.split("/")[1])
+    return relation.holds(*comp.values)
 
 
 def run_item(
@@ -120,7 +143,7 @@ def run_item(
     """Every cell of one op in one dtype (all shapes x value sets)."""
     p = pair(name)
     comps: list[Comparison] = []
-    for case in p.shapes:
+    for case in half.half_shapes(p.shapes) if half.is_half(dtype) else p.shapes:
         for valueset in valuesets(p):
             comps.extend(run_cell(p, dtype, case, valueset, opinions=opinions))
     used, vanished = apply_divergences(comps, table)

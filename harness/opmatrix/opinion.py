@@ -43,6 +43,8 @@ class Opinion:
     reference_worst: float | None
     worst_verdict: str | None
     tol: Tolerance
+    # What the reference is: float64, or a half cell's float32 run rounded once (opmatrix.half).
+    reference: str = "float64"
 
 
 def third_opinion(
@@ -51,6 +53,7 @@ def third_opinion(
     reference: np.ndarray,
     tol: Tolerance | None = None,
     worst_index: tuple[int, ...] | None = None,
+    reference_name: str = "float64",
 ) -> Opinion:
     """Judge two float32 results against a float64 `reference` of the same shape.
 
@@ -70,7 +73,7 @@ def third_opinion(
     if worst_index is None:
         worst_index = diff_arrays(t, e, tol).worst_index
     if worst_index is None or t.size == 0:
-        return Opinion(verdict, t_err, e_err, None, None, None, None, None, tol)
+        return Opinion(verdict, t_err, e_err, None, None, None, None, None, tol, reference_name)
     tw, ew, rw = (float(x[worst_index]) for x in (t64, e64, ref))
     tw_err, tw_ok = _error(np.array(tw), np.array(rw), tol)
     ew_err, ew_ok = _error(np.array(ew), np.array(rw), tol)
@@ -84,6 +87,7 @@ def third_opinion(
         rw,
         _verdict(tw_ok, ew_ok, tw_err, ew_err),
         tol,
+        reference_name,
     )
 
 
@@ -109,13 +113,13 @@ def _verdict(t_ok: bool, e_ok: bool, t_err: float, e_err: float) -> str:
 def render_opinion(op: Opinion) -> str:
     """One line: the tensor verdict with both errors, then the worst element's verdict."""
     text = (
-        f"float64 opinion: {op.verdict} "
+        f"{op.reference} opinion: {op.verdict} "
         f"(max err torch {op.torch_error:.3g}, engine {op.engine_error:.3g})"
     )
     if op.worst_index is not None:
         text += (
             f"; at {format_index(op.worst_index)}: torch={op.torch_worst!r} "
-            f"engine={op.engine_worst!r} float64={op.reference_worst!r}: {op.worst_verdict}"
+            f"engine={op.engine_worst!r} {op.reference}={op.reference_worst!r}: {op.worst_verdict}"
         )
     return text
 

@@ -122,3 +122,210 @@ def test_float_dtypes_never_mix():
     b = Tensor.from_floats([1.0], AD, dtype="bfloat16")
     with pytest.raises(TypeError, match="add: dtype mismatch: float16 and bfloat16"):
         a + b
+
+
+# ---- ops: one float32 computation rounded once (harness.engine.ops.half) -----------------------
+
+
+def _pair(seed: int, dtype, n: int = 4096):
+    a = once(rng_values(n, seed), dtype)
+    b = once(rng_values(n, seed + 1), dtype)
+    return a, b
+
+
+def _sigmoid_f32(x32: np.ndarray) -> np.ndarray:
+    # flex's sigmoid_f32 (crates/burn-flex/src/ops/activation.rs): two branches, in f32.
+    e = np.exp(-np.abs(x32))
+    return np.where(x32 >= 0, np.float32(1) / (np.float32(1) + e), e / (np.float32(1) + e))
+
+
+UNARY = {
+    "exp": (lambda t: t.exp(), np.exp),
+    "log": (lambda t: t.abs().log(), lambda x: np.log(np.abs(x))),
+    "sqrt": (lambda t: t.abs().sqrt(), lambda x: np.sqrt(np.abs(x))),
+    "tanh": (lambda t: t.tanh(), np.tanh),
+    "sin": (lambda t: t.sin(), np.sin),
+    "sigmoid": (lambda t: t.sigmoid(), _sigmoid_f32),
+}
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_a_unary_half_op_is_the_float32_op_rounded_once(dtype, name):
+    engine_op, f32_op = UNARY[name]
+    a, _ = _pair(3, dtype)
+    out = engine_op(Tensor.from_numpy(a, PLAIN)).numpy()
+    x32 = a.astype(np.float32)
+    if name in ("log", "sqrt"):  # abs is exact: its rounding changes nothing
+        x32 = np.abs(x32)
+        f32_op = {"log": np.log, "sqrt": np.sqrt}[name]
+    with np.errstate(all="ignore"):
+        want = once(f32_op(x32), dtype)
+    assert bits(out).tolist() == bits(want).tolist()
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_binary_and_scalar_ops_round_once_with_the_scalar_rounded_first(dtype):
+    a, b = _pair(5, dtype)
+    ta, tb = Tensor.from_numpy(a, PLAIN), Tensor.from_numpy(b, PLAIN)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    for got, want in (
+        (ta + tb, a32 + b32),
+        (ta * tb, a32 * b32),
+        (ta / tb, a32 / b32),
+        (ta.powf(tb.abs()), np.power(a32, np.abs(b32))),
+    ):
+        with np.errstate(all="ignore"):
+            assert bits(got.numpy()).tolist() == bits(once(want, dtype)).tolist()
+    # flex's scalar_op: f16::from_f32(scalar as f32), then the f32 op, then one rounding.
+    s = np.float32(np.float32(0.1).astype(dtype))
+    got = ta.mul_scalar(0.1).numpy()
+    assert bits(got).tolist() == bits(once(a32 * s, dtype)).tolist()
+    unrounded = once(a32 * np.float32(0.1), dtype)
+    assert (bits(got) != bits(unrounded)).any()  # the scalar's own rounding shows
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_sum_folds_in_order_in_float32(dtype):
+    # 4096 ones: a half accumulator would stall (float16 at 2048, bfloat16 at 256); NumPy's
+    # own bfloat16 add.reduce does stall, so the engine must widen.
+    ones = np.ones(4096, dtype=dtype)
+    assert np.add.reduce(ones).astype(np.float32) != 4096 or dtype == F16
+    assert Tensor.from_numpy(ones, PLAIN).sum().tolist() == [4096.0]
+    # Against a Python loop of float32 additions in order (flex's reduce_scalar_half).
+    x = once(rng_values(2000, 9, scale=50.0), dtype).reshape(40, 50)
+    acc = np.float32(0)
+    for v in x.astype(np.float32).ravel():
+        acc = np.float32(acc + v)
+    assert bits(Tensor.from_numpy(x, PLAIN).sum().numpy()).tolist() == [bits(once(acc, dtype))]
+    rows = []
+    for row in x.astype(np.float32):
+        acc = np.float32(0)
+        for v in row:
+            acc = np.float32(acc + v)
+        rows.append(acc)
+    got = Tensor.from_numpy(x, PLAIN).sum_dim(1).numpy()
+    assert got.shape == (40, 1)
+    assert bits(got.ravel()).tolist() == bits(once(np.array(rows), dtype)).tolist()
+
+
+def test_mean_sums_and_divides_in_float32_before_rounding():
+    # flex's mean_dim_half: a float16 sum of 3 x 60000 overflows (65504 is float16's max);
+    # the mean in float32 does not.
+    x = np.full((1, 3), 60000.0, dtype=np.float16)
+    t = Tensor.from_numpy(x, PLAIN)
+    assert t.mean_dim(1).tolist() == [[60000.0]]
+    assert t.mean().tolist() == [60000.0]
+    assert np.isinf(t.sum().numpy()).all()
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_mean_gradient_rounds_one_over_n_to_the_half_format_first(dtype):
+    # burn-autodiff's mean rule: ones * (1/n), then times the gradient; flex rounds the scalar
+    # 1/n to the half format first (scalar_op), so it is round(half(1/n) * g).
+    n, g = 3, np.float32(np.float32(1.7).astype(dtype))
+    x = Tensor.from_numpy(np.zeros(n, dtype=dtype), AD).require_grad()
+    grad = x.grad(x.mean().mul_scalar(1.7).backward()).numpy()
+    inv = np.float32(np.float32(1 / n).astype(dtype))
+    want = once(np.full(n, inv * g), dtype)
+    assert bits(grad).tolist() == bits(want).tolist()
+    assert bits(want)[0] != bits(once(np.float32(g) / np.float32(n), dtype))  # it matters here
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_matmul_is_one_float32_matmul_rounded_once(dtype):
+    a = once(rng_values(64 * 96, 1).reshape(64, 96), dtype)
+    b = once(rng_values(96 * 32, 2).reshape(96, 32), dtype)
+    got = Tensor.from_numpy(a, PLAIN).matmul(Tensor.from_numpy(b, PLAIN)).numpy()
+    want = once(a.astype(np.float64) @ b.astype(np.float64), dtype)  # float64 as the sum
+    # One rounding of a float32 sum of 96 products: within 1 ULP of the float64 result rounded.
+    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    spacing = np.abs(want.astype(np.float64)) * (2.0**-10 if dtype == F16 else 2.0**-7)
+    assert np.all(diff <= np.maximum(spacing, 2.0**-10 if dtype == F16 else 2.0**-7))
+    f32 = once(a.astype(np.float32) @ b.astype(np.float32), dtype)
+    assert np.mean(bits(got) == bits(f32)) > 0.99
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_linear_rounds_the_product_then_the_bias_add(dtype):
+    # flex runs burn's default linear: a matmul, then an add, each rounded.
+    x = once(rng_values(8 * 16, 3).reshape(8, 16), dtype)
+    w = once(rng_values(16 * 4, 4).reshape(16, 4), dtype)
+    b = once(rng_values(4, 5), dtype)
+    from harness.engine import module_ops
+
+    got = module_ops.linear(
+        Tensor.from_numpy(x, PLAIN), Tensor.from_numpy(w, PLAIN), Tensor.from_numpy(b, PLAIN)
+    ).numpy()
+    product = Tensor.from_numpy(x, PLAIN).matmul(Tensor.from_numpy(w, PLAIN)).numpy()
+    want = once(product.astype(np.float32) + b.astype(np.float32), dtype)
+    assert bits(got).tolist() == bits(want).tolist()
+
+
+def _flex_fused_softmax(x: np.ndarray, dtype) -> np.ndarray:
+    """softmax_row_half (crates/burn-flex/src/ops/activation.rs), row by row in a loop."""
+    out = np.empty_like(x)
+    for i, row in enumerate(x.astype(np.float32)):
+        m = row.max()
+        e = [np.float32(np.exp(np.float32(v - m))) for v in row]
+        stored = [np.float32(np.float32(v).astype(dtype)) for v in e]
+        total = np.float32(0)
+        for v in e:
+            total = np.float32(total + v)
+        inv = np.float32(1) / total
+        out[i] = [np.float32(v * inv).astype(dtype) for v in stored]
+    return out
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_plain_device_softmax_rounds_twice_as_flexs_fused_kernel(dtype):
+    x = once(rng_values(64 * 33, 6).reshape(64, 33), dtype)
+    got = Tensor.from_numpy(x, PLAIN).softmax(1).numpy()
+    assert bits(got).tolist() == bits(_flex_fused_softmax(x, dtype)).tolist()
+    x32 = x.astype(np.float32)
+    e = np.exp(x32 - x32.max(axis=1, keepdims=True))
+    single = once(e / e.sum(axis=1, keepdims=True), dtype)
+    assert (bits(got) != bits(single)).any()  # the double rounding shows
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_autodiff_softmax_is_burns_five_op_composite_each_rounded(dtype):
+    x = once(rng_values(16 * 9, 7).reshape(16, 9), dtype)
+    got = Tensor.from_numpy(x, AD).softmax(1).numpy()
+
+    def r(v):
+        return np.asarray(v, np.float32).astype(dtype).astype(np.float32)
+
+    x32 = x.astype(np.float32)
+    shifted = r(x32 - x32.max(axis=1, keepdims=True))
+    e = r(np.exp(shifted))
+    s = np.zeros((16, 1), np.float32)
+    for k in range(9):
+        s[:, 0] = s[:, 0] + e[:, k]
+    want = once(e / r(s), dtype)
+    assert bits(got).tolist() == bits(want).tolist()
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_half_gradients_are_the_float32_rule_rounded_once(dtype):
+    # exp's rule g * out, with out the saved half output (as burn saves it), in float32, rounded.
+    a, c = _pair(11, dtype, n=256)
+    x = Tensor.from_numpy(a, AD).require_grad()
+    out = x.exp()
+    cot = Tensor.from_numpy(c, AD)
+    grad = x.grad((out * cot).sum().backward()).numpy()
+    out32 = out.numpy().astype(np.float32)
+    want = once(c.astype(np.float32) * out32, dtype)
+    assert bits(grad).tolist() == bits(want).tolist()
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_every_float_op_keeps_the_half_dtype(dtype):
+    x = Tensor.from_numpy(once(rng_values(12, 12).reshape(3, 4), dtype), AD).require_grad()
+    outs = [x.exp(), x.softmax(1), x.log_softmax(1), x.sum_dim(0), x.mean(), x.matmul(x.t())]
+    outs += [x.argmax(1).float(dtype), x.sort(1), x.cumsum(1), x.var(1), x.max_dim(1)]
+    assert all(o.dtype == dtype for o in outs)
+    loss = outs[0].sum()
+    for o in outs[1:]:
+        loss = loss + o.sum()
+    assert x.grad(loss.backward()).dtype == dtype

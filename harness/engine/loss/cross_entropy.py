@@ -14,6 +14,7 @@ import numpy as np
 
 from harness.engine.loss.reduction import constant, f32, mask_constant
 from harness.engine.module import Config, Module, rust_float
+from harness.engine.ops.half import finfo
 from harness.engine.tensor import Tensor
 
 WEIGHTS_POSITIVE = "Weights of cross-entropy have to be positive."
@@ -177,7 +178,7 @@ class CrossEntropyLoss(Module):
 
 def _prob_floor(probs: Tensor) -> float:
     """burn's clamp for probabilities: sqrt of the dtype's smallest positive normal."""
-    return math.sqrt(float(np.finfo(probs.dtype).tiny))
+    return math.sqrt(float(finfo(probs.dtype).tiny))
 
 
 def _mask_rows(tensor: Tensor, mask: np.ndarray | None) -> Tensor:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from harness.engine.activation import softplus  # noqa: F401  (re-exported for the losses)
+from harness.engine.ops.half import finfo
 from harness.engine.tensor import Tensor
 
 _U32_MAX = 2**32 - 1
@@ -73,7 +72,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int, eps: float | None = None
     instead; `F.cosine_similarity` clamps each norm at 1e-8.
     """
     if eps is None:
-        eps = float(np.finfo(x1.dtype).tiny)
+        eps = float(finfo(x1.dtype).tiny)
     dot = (x1 * x2).sum_dim(dim)
     norm1 = x1.powi_scalar(2).sum_dim(dim).sqrt()
     norm2 = x2.powi_scalar(2).sum_dim(dim).sqrt()

@@ -17,6 +17,7 @@ from harness.engine.loss.reduction import (
     targets_shape_error,
 )
 from harness.engine.module import Config, Module
+from harness.engine.ops.half import finfo
 from harness.engine.tensor import Tensor
 
 # ---- KL divergence ------------------------------------------------------------------------
@@ -61,7 +62,7 @@ class KLDivLoss(Module):
         """The elementwise loss, same shape as the inputs."""
         if self.log_target:
             return targets.exp().mul(targets.sub(predictions))
-        epsilon = float(np.finfo(targets.dtype).tiny)
+        epsilon = float(finfo(targets.dtype).tiny)
         log_target = targets.clamp(epsilon, 1.0).log()
         return targets.mul(log_target.sub(predictions))
 

@@ -14,6 +14,7 @@ from . import elementwise, unary, linalg, nn, reductions, shape, indexing, conve
 from . import activation, conv, pool, lattice, interpolate  # noqa: F401
 from . import layout, trig, rounding, ordering, selection, activation_checks  # noqa: F401
 from . import module_checks
+from . import half_ops  # noqa: F401  (last: the half forwards of registered primitives)
 
 # isort: on
 from .arrays import unbroadcast

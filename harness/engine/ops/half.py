@@ -70,6 +70,12 @@ def dtype_of(dtype) -> np.dtype:
     return np.dtype(dtype)
 
 
+def finfo(dtype):
+    """`np.finfo`, also for bfloat16 (ml_dtypes' finfo; NumPy's refuses it)."""
+    dtype = np.dtype(dtype)
+    return np.finfo(dtype) if dtype.kind == "f" else ml_dtypes.finfo(dtype)
+
+
 def is_half(dtype: np.dtype) -> bool:
     """Whether `dtype` is float16 or bfloat16 (itemsize 2: the engine has no int16)."""
     return dtype.itemsize == 2
@@ -106,9 +112,13 @@ def widen(x):
 
 
 def narrow(x, dtype: np.dtype):
-    """float32 arrays (also inside tuples and lists) rounded once to `dtype`; others as given."""
+    """float32 arrays (also inside tuples and lists) rounded once to `dtype`; others as given.
+    Past the format's range a value becomes an infinity, silently, as flex's `from_f32`."""
     if x.__class__ is np.ndarray:
-        return x.astype(dtype) if x.dtype == FLOAT32 else x
+        if x.dtype != FLOAT32:
+            return x
+        with np.errstate(over="ignore"):
+            return x.astype(dtype)
     if isinstance(x, np.generic) and x.dtype == FLOAT32:
         return np.asarray(x).astype(dtype)
     if x.__class__ in (tuple, list):
@@ -147,6 +157,14 @@ def map_saved(saved, fn):
     return copy
 
 
+def _narrow_arrays(x, dtype: np.dtype):
+    if x.__class__ is np.ndarray:
+        return narrow(x, dtype)
+    if x.__class__ in (tuple, list):
+        return x.__class__(_narrow_arrays(v, dtype) for v in x)
+    return x
+
+
 def _widen_deep(x):
     if x.__class__ in (tuple, list):
         return x.__class__(widen(v) for v in x)
@@ -168,7 +186,9 @@ def via_f32_forward(forward, scalar_params, tracked: bool):
         if not tracked:
             return narrow(result, dtype)
         out, saved = result
-        return narrow(out, dtype), map_saved(saved, lambda v: narrow(v, dtype))
+        # Saved arrays as burn-autodiff saves them (half tensors); saved scalars (a count, a
+        # scalar operand already rounded) stay as they are.
+        return narrow(out, dtype), map_saved(saved, lambda v: _narrow_arrays(v, dtype))
 
     half_forward.__name__ = f"half_{forward.__name__}"
     return half_forward

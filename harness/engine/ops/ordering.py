@@ -55,6 +55,8 @@ def along_dim1(name: str, engine: str, torch: str, *, shapes=ALONG_DIM1, **kw) -
     return unary(name, engine, torch, shapes=shapes, params={"dim": 1}, **kw)
 
 
+_SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}
+
 # ---- sort -----------------------------------------------------------------------------------
 
 
@@ -64,7 +66,7 @@ def total_order_key(x: Array) -> Array:
     bool tensors sort by value (flex's `Ord::cmp`)."""
     if x.dtype.kind in "iub":
         return x.astype(np.int64)
-    itype = np.int32 if x.dtype == np.float32 else np.int64
+    itype = _SAME_SIZE_INT[x.dtype.itemsize]  # float16 and bfloat16: int16
     bits = np.ascontiguousarray(x).view(itype)
     mask = np.iinfo(itype).max
     return np.where(bits < 0, bits ^ mask, bits)

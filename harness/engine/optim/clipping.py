@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 
+from harness.engine.ops.half import finfo
 from harness.engine.tensor import Tensor
 
 __all__ = ["GradientClipping", "GradientClippingConfig"]
@@ -53,7 +54,7 @@ class GradientClipping:
             return np.where(g < -c, -c, np.where(g > c, c, g))
         norm = np.sqrt(np.add.reduce(np.square(g), axis=None))
         # burn writes `threshold / (norm + tiny)` as `(norm + tiny).recip() * threshold`.
-        coef = (dt(1.0) / (norm + dt(np.finfo(g.dtype).tiny))) * c
+        coef = (dt(1.0) / (norm + dt(finfo(g.dtype).tiny))) * c
         coef = np.minimum(coef, dt(1.0))
         return g * coef
 
