@@ -63,7 +63,7 @@ ACCUMULATION_BITS = 1.5
 """The half pair is an accumulation difference when its mean gap exceeds the smaller side's
 mean own rounding (at least half an eps: one rounding to nearest) by more than 2**1.5. Two
 independent roundings of one size give sqrt(2), 0.5 bits. Measured (module docstring and
-``cases/bf16_train.py``): same-formula pairs -1.6 to 0.8 bits, float32 master weights 2.2 to
+``cases/bf16_train.py``): same-formula pairs -1.9 to 0.8 bits, float32 master weights 2.2 to
 3.4: the bound sits midway."""
 
 SATURATED_BITS_KEPT = 3
