@@ -46,16 +46,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.a1 import (
-    A1,
-    A1_LR,
-    PARAM_NAMES,
-    _engine_linear,
-    a1_arrays,
-    a1_torch,
-    engine_params,
-    import_torch_weights,
-)
+from harness.a1 import A1_LR, PARAM_NAMES, a1_engine, a1_torch, engine_params, import_torch_weights
 from harness.case import agree, expect, predicate, trajectory
 from harness.engine import (
     CrossEntropyLossConfig,
@@ -66,7 +57,6 @@ from harness.engine import (
     Tensor,
 )
 from harness.engine.module.core import Param
-from harness.float_dtypes import BFLOAT16
 from harness.tolerances import Tolerance
 
 STEPS = 50
@@ -188,18 +178,9 @@ def torch_side(dtype=None):
 # ---- engine side -----------------------------------------------------------------------------
 
 
-def _engine_model(device, dtype):
-    arrays = {k: v.astype(dtype) if v.dtype.kind == "f" else v for k, v in a1_arrays().items()}
-    model = A1(
-        _engine_linear(arrays["fc1.weight"], arrays["fc1.bias"], device),
-        _engine_linear(arrays["fc2.weight"], arrays["fc2.bias"], device),
-    )
-    return model, Tensor.from_numpy(arrays["x"], device), Tensor.from_numpy(arrays["y"], device)
-
-
 def _engine_mlp(dtype):
     device = Device.flex().autodiff()
-    model, x, y = _engine_model(device, dtype)
+    model, x, y = a1_engine(device, dtype=dtype)
     optim, loss_fn = SgdConfig().init(), CrossEntropyLossConfig().init(device)
     losses, params = [], []
     for _ in range(STEPS):
@@ -243,20 +224,22 @@ def _engine_transformer(dtype):
 def _engine_grads(dtype):
     """The first step's gradients of the weighted loss, in ``dtype`` (burn has no scaler)."""
     device = Device.flex().autodiff()
-    model, x, y = _engine_model(device, dtype)
+    model, x, y = a1_engine(device, dtype=dtype)
     loss = CrossEntropyLossConfig().init(device).forward(model.forward(x), y)
     grads = GradientsParams.from_grads(loss.mul_scalar(LOSS_WEIGHT).backward(), model)
     return {path: grads.get(p.id).numpy() for path, p in model.params()}
 
 
 def engine_side(dtype=None):
-    if dtype == "float64":
-        mlp, transformer = _engine_mlp(np.float64), _engine_transformer("float64")
-        return {"bfloat16": {"mlp": mlp, "transformer": transformer}}
-    grads16 = _engine_grads(np.float16)
+    def runs(dtype):
+        return {"mlp": _engine_mlp(dtype), "transformer": _engine_transformer(dtype)}
+
+    if dtype == "float64":  # the float64 rerun, under the half runs' keys
+        return {"bfloat16": runs("float64")}
+    grads16 = _engine_grads("float16")
     return {
-        "bfloat16": {"mlp": _engine_mlp(BFLOAT16), "transformer": _engine_transformer("bfloat16")},
-        "float32": {"mlp": _engine_mlp(np.float32), "transformer": _engine_transformer("float32")},
+        "bfloat16": runs("bfloat16"),
+        "float32": runs("float32"),
         "float16": {"loss_scale": {"unscaled": _torch_layout(grads16)}},
     }
 
