@@ -19,6 +19,7 @@ from harness.trajectory import (
     TrajectoryError,
     analyse_half,
     half_text,
+    pair_series,
 )
 
 STEPS = 50
@@ -193,3 +194,18 @@ def test_a1_autocast_master_weights_are_accumulation(a1_runs, left):
     v = a1_report(a1_runs, left, "autocast").half
     assert v.cause == HalfCause.ACCUMULATION, half_text(v)
     assert v.own[1] * 4 < v.own[0]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_steps_count_ulps_and_the_one_ulp_default(dtype):
+    """Per step: 0, 1 and 2 ULP apart at 1.5; the half default tolerance (1 ULP or eps
+    absolute) lets the first two agree and not the third (2 ULP at 1.5 exceed eps)."""
+    low = BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
+    base = np.full((3, 4), 1.5, low)
+    bits = base.view(np.int16).copy()
+    bits[1, 2] += 1
+    bits[2, 0] += 2
+    series = pair_series({"w": base}, {"w": bits.view(low)}, tol_for, 3)
+    assert series.dtype == dtype
+    assert series.max_ulp == (0, 1, 2)
+    assert series.mismatches == (0, 0, 1)
