@@ -283,3 +283,44 @@ def test_a_declaration_tied_to_a_torch_kernel_holds_only_while_it_runs(
     monkeypatch.setattr(divergences.numerics, "in_force", lambda: {"onednn_max_cpu_isa": isa})
     table = divergences._declarations((PAIRS_BY_NAME["gelu"],))
     assert any(d.pattern == "gelu/float32/*/specials/forward" for d in table) is declared
+
+
+# --- the half rows (harness.opmatrix.half) -------------------------------------------------------
+
+
+def test_half_rows_compare_half_values_under_the_half_tolerance():
+    item = run_item("add", "bfloat16")
+    rows = [c.row for c in item.comparisons if c.row is not None]
+    assert rows and {r.dtype_a for r in rows} == {"bfloat16"}
+    assert item.status == PASS
+
+
+def test_a_half_divergence_is_judged_against_the_float32_reference():
+    # torch's half conv2d backward accumulates in float16; the engine keeps the float32 result
+    # rounded once, which the declaration requires (harness.opmatrix.divergences, half rows).
+    item = run_item("conv2d", "float16")
+    declared = [c for c in item.comparisons if c.status == DECLARED]
+    assert declared and all(c.opinion.reference == "float32-rounded" for c in declared)
+    assert all(c.opinion.engine_error <= c.opinion.torch_error for c in declared)
+
+
+def test_a_sign_flipped_rule_fails_its_half_rows():
+    with flipped_rule("exp"):
+        for dtype in ("float16", "bfloat16"):
+            item = run_item("exp", dtype)
+            assert item.status == FAIL
+            assert any(c.key.endswith("vjp.a") and c.status == FAIL for c in item.comparisons)
+
+
+def test_a_float32_row_declaration_holds_in_a_half_row_only_through_rounding():
+    # relu at NaN (flex gives 0, torch NaN) is declared for every dtype; in a half row the
+    # relation holds on the half values, and a value broken beyond rounding still fails.
+    from harness.opmatrix import half
+
+    div = next(d for d in DIVERGENCES if d.pattern.startswith("relu/") and "forward" in d.pattern)
+    t = np.array([np.nan, 1.0, 2.0], dtype=np.float16)
+    e = np.array([0.0, 1.0, 2.0], dtype=np.float16)
+    assert half.holds_in_half(div.relation, t, e, None, "float16")
+    wrong = np.array([0.0, 1.5, 2.0], dtype=np.float16)
+    wide = (t.astype(np.float32), e.astype(np.float32))
+    assert not half.holds_in_half(div.relation, t, wrong, wide, "float16")

@@ -329,3 +329,48 @@ def test_every_float_op_keeps_the_half_dtype(dtype):
     for o in outs[1:]:
         loss = loss + o.sum()
     assert x.grad(loss.backward()).dtype == dtype
+
+
+def _r(v, dtype):
+    return np.asarray(v, np.float32).astype(dtype).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_softmax_gradient_is_burns_composite_backward_op_by_op(dtype):
+    # burn-autodiff on the composite exp(x - max) / sum: div's grad * recip(s) and
+    # grad * (-e / s^2) summed back, added, then exp's grad * output; each op rounded.
+    x = once(rng_values(6 * 7, 21).reshape(6, 7), dtype)
+    c = once(rng_values(6 * 7, 22, scale=1.0).reshape(6, 7), dtype)
+    t = Tensor.from_numpy(x, AD).require_grad()
+    grad = t.grad((t.softmax(1) * Tensor.from_numpy(c, AD)).sum().backward()).numpy()
+    x32, g = x.astype(np.float32), c.astype(np.float32)
+    e = _r(np.exp(_r(x32 - x32.max(axis=1, keepdims=True), dtype)), dtype)
+    s = np.zeros((6, 1), np.float32)
+    for k in range(7):
+        s[:, 0] += e[:, k]
+    s = _r(s, dtype)
+    direct = _r(g * _r(1 / s, dtype), dtype)
+    prod = _r(g * _r(-e / _r(s * s, dtype), dtype), dtype)
+    back = np.zeros((6, 1), np.float32)
+    for k in range(7):
+        back[:, 0] += prod[:, k]
+    want = once(_r(direct + _r(back, dtype), dtype) * e, dtype)
+    assert bits(grad).tolist() == bits(want).tolist()
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_log_softmax_gradient_is_burns_composite_backward_op_by_op(dtype):
+    x = once(rng_values(5 * 8, 23).reshape(5, 8), dtype)
+    c = once(rng_values(5 * 8, 24, scale=1.0).reshape(5, 8), dtype)
+    t = Tensor.from_numpy(x, AD).require_grad()
+    grad = t.grad((t.log_softmax(1) * Tensor.from_numpy(c, AD)).sum().backward()).numpy()
+    x32, g = x.astype(np.float32), c.astype(np.float32)
+    e = _r(np.exp(_r(x32 - x32.max(axis=1, keepdims=True), dtype)), dtype)
+    s = np.zeros((5, 1), np.float32)
+    neg = np.zeros((5, 1), np.float32)
+    for k in range(8):
+        s[:, 0] += e[:, k]
+        neg[:, 0] -= g[:, k]
+    g_sum = _r(_r(neg, dtype) * _r(1 / _r(s, dtype), dtype), dtype)
+    want = once(g + _r(g_sum * e, dtype), dtype)
+    assert bits(grad).tolist() == bits(want).tolist()
