@@ -35,7 +35,7 @@ import numpy as np
 from harness import record
 from harness.results import CheckKind
 from harness.tolerances import Tolerance, check_overrides, resolve
-from harness.trajectory import Growth
+from harness.trajectory import Growth, HalfCause
 
 SIDES = ("torch", "engine")
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,6 +143,8 @@ class Trajectory(_TwoSided):
     right: SideRef
     tol: Tolerance | None = None
     note: str = ""
+    float32: tuple[SideRef, SideRef] | None = None  # a half pair's float32 reruns
+    expect: HalfCause = HalfCause.ROUNDING  # a half pair's verdict that the check holds for
     kind: CheckKind = field(default=CheckKind.TRAJECTORY, init=False)
 
 
@@ -215,6 +217,8 @@ def trajectory(
     *,
     tol: Tolerance | None = None,
     note: str = "",
+    float32: tuple[str, str] | None = None,
+    expect: str = "rounding",
 ) -> Trajectory:
     """The values matching ``pattern`` are trajectories (float tensors whose first axis is
     the step) that the two sides compute with the same formula.
@@ -228,8 +232,24 @@ def trajectory(
     ``tol`` sets the per-step tolerance the report measures against (default: the case's);
     ``left`` / ``right`` as in :func:`agree`. The reference for "closer to exact" is the left
     side's float64 run.
+
+    A pair in a half format (float16, bfloat16) names its float32 reruns: ``float32=(left,
+    right)``, side references as ``left`` / ``right`` (a half case records them beside its
+    half runs; its float64 rerun records each run under the half run's keys). The check then
+    holds while the half verdict (``harness.trajectory.half``) is ``expect``: ``"rounding"``
+    (the gap shrinks in float32 and both sides round alike), ``"accumulation"`` (one side
+    keeps more of the computation in float32) or ``"formula"`` (the gap does not shrink).
     """
-    return Trajectory(pattern, SideRef.parse(left), SideRef.parse(right), tol, note)
+    causes = [c.value for c in HalfCause]
+    if expect not in causes or (expect != "rounding" and float32 is None):
+        raise CaseDefinitionError(
+            f"trajectory({pattern!r}): expect={expect!r}: one of {causes}, and other than "
+            "'rounding' only for a half pair (float32=...)"
+        )
+    refs = None if float32 is None else (SideRef.parse(float32[0]), SideRef.parse(float32[1]))
+    return Trajectory(
+        pattern, SideRef.parse(left), SideRef.parse(right), tol, note, refs, HalfCause(expect)
+    )
 
 
 def expect(pattern: str, side: str, relation: Relation | Any) -> Expect:

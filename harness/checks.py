@@ -105,9 +105,12 @@ def _verdict(run: RecordedRun, check: Check) -> _Verdict:
         report = _trajectory(run, check, sides)
         if isinstance(report, str):
             return _Verdict(False, None, report)
-        ok, message = traj.same_formula(report)
-        if not ok:
-            message = explain.trajectory_message(_explanation(run, check, report))
+        if report.half is not None:
+            ok, message = traj.half_holds(report.half, check.expect)
+        else:
+            ok, message = traj.same_formula(report)
+            if not ok:
+                message = explain.trajectory_message(_explanation(run, check, report))
         message = f"{message} ({check.note})" if check.note else message
         return _Verdict(ok, None, message, trajectory=report)
     left, right = sides
@@ -299,7 +302,17 @@ def _trajectory(
         return f"pattern {check.pattern!r} matched no value"
     if not run.values64:
         return "no float64 reruns to compare (the run was made without them)"
+    refs = getattr(check, "float32", None)  # a half pair's float32 reruns
     try:
+        if refs is not None:
+            reruns = tuple(ref.select(run.values.get(ref.side, {}), check.pattern) for ref in refs)
+            return traj.analyse_half(
+                sides,
+                reruns,
+                (left64, right64),
+                tol_for=_tol_for(run.case, check.tol),
+                labels=(check.left.label, check.right.label),
+            )
         return traj.analyse(
             left,
             right,

@@ -133,7 +133,12 @@ ONLY_FROM = {
     ),
     "harness.project": ("harness.tolerances", "harness.numerics", "harness.bounded"),
     # Trajectory statistics and fits: numbers over diff's rules, no results, no rendering.
-    "harness.trajectory": ("harness.diff", "harness.tolerances", "harness.ulp"),
+    "harness.trajectory": (
+        "harness.diff",
+        "harness.tolerances",
+        "harness.ulp",
+        "harness.float_dtypes",
+    ),
     # The results model is data over diffs; the renderers read it and diff data only.
     "harness.results": ("harness.diff", "harness.mismatches", "harness.trajectory"),
     "harness.report": (

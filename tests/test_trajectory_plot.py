@@ -22,7 +22,7 @@ APART = tuple(x * 1e3 for x in SERIES)  # three decades away: the lines do not t
 
 
 def data(f64, right):
-    return (SERIES, f64, 0.0, (SERIES, right), ("torch", "engine"), "float64")
+    return (SERIES, f64, 0.0, (SERIES, right), ("torch", "engine"), "float64", "float32")
 
 
 def test_each_panel_draws_one_series_wide_underneath_and_the_other_thin_on_top():

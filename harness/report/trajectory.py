@@ -24,7 +24,15 @@ import numpy as np
 from harness.record import json_float
 from harness.report.histogram import _load_matplotlib, _small_png, has_matplotlib
 from harness.report.html_parts import escape, html_table
-from harness.trajectory import Growth, GrowthFit, PairSeries, Precision, TrajectoryReport
+from harness.trajectory import (
+    Growth,
+    GrowthFit,
+    HalfCause,
+    PairSeries,
+    Precision,
+    TrajectoryReport,
+    half_text,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Text
@@ -47,15 +55,16 @@ def trajectory_headline(t: TrajectoryReport) -> str:
     ulp = t.float32.max_ulp[worst] if t.steps else None
     gap = f"{t.float32.max_abs[worst]:.2e}" if t.steps else "0"
     gap += "" if ulp is None else f" ({ulp} ulp)"
-    return (
-        f"{keys}: float64 pair {word}{at} ({bits} bits over rounding); float32 "
-        f"max|diff|={gap} at step {worst}, {_tol_text(t)}"
-    )
+    verdict = f"float64 pair {word}{at} ({bits} bits over rounding)"
+    if t.half is not None:
+        verdict = f"{t.half.dtype} pair: {t.half.cause} ({bits} bits)"
+    return f"{keys}: {verdict}; {t.float32.dtype} max|diff|={gap} at step {worst}, {_tol_text(t)}"
 
 
 def trajectory_summary(t: TrajectoryReport) -> str:
     """The verdicts without the closeness counts: ``growth=..., float64: parts (...)``."""
-    return f"growth={growth_text(t.growth)}, {_tol_text(t)}, float64: {precision_text(t)}"
+    verdict = precision_text(t) if t.half is not None else f"float64: {precision_text(t)}"
+    return f"growth={growth_text(t.growth)}, {_tol_text(t)}, {verdict}"
 
 
 def growth_text(fit: GrowthFit) -> str:
@@ -85,7 +94,10 @@ def _tol_text(t: TrajectoryReport) -> str:
 
 
 def precision_text(t: TrajectoryReport) -> str:
-    """``agrees (rounding, 1.0 bits over rounding)`` or ``parts (formula, 29.3 bits ...)``."""
+    """``agrees (rounding, 1.0 bits over rounding)`` or ``parts (formula, 29.3 bits ...)``;
+    a half pair: its half verdict (``harness.trajectory.half_text``)."""
+    if t.half is not None:
+        return half_text(t.half)
     word = "agrees" if t.precision.verdict == Precision.ROUNDING else "parts"
     return f"{word} ({t.precision.verdict}, {_bits(t.precision.excess_bits)} bits over rounding)"
 
@@ -135,7 +147,22 @@ def trajectory_json(t: TrajectoryReport, tol: dict) -> dict:
         },
         "distance": {"left": _numbers(t.distance[0]), "right": _numbers(t.distance[1])},
         "closer": list(t.closer),
+        "half": None if t.half is None else _half_json(t.half),
         "line": trajectory_line(t),
+    }
+
+
+def _half_json(v) -> dict:
+    return {
+        "dtype": v.dtype,
+        "cause": v.cause.value,
+        "shrink_bits": json_float(v.shrink.excess_bits),
+        "accumulation_bits": json_float(v.accumulation_bits),
+        "own": [json_float(x) for x in v.own],
+        "gap": json_float(v.gap),
+        "float32_verdict": v.float32.verdict.value,
+        "float32_excess_bits": json_float(v.float32.excess_bits),
+        "float32_pair": _series_json(v.float32_pair),
     }
 
 
@@ -204,10 +231,27 @@ def trajectory_schema(tol: dict, number: dict) -> dict:
             ),
             "distance": closed_object({"left": numbers, "right": numbers}),
             "closer": {"type": "array", "items": {"enum": ["left", "right", "tie"]}},
+            "half": {"anyOf": [{"type": "null"}, _half_schema(series, number)]},
             "line": {"type": "string"},
         }
     )
     return {"anyOf": [body, {"type": "null"}]}
+
+
+def _half_schema(series: dict, number: dict) -> dict:
+    return closed_object(
+        {
+            "dtype": {"type": "string"},
+            "cause": {"enum": [c.value for c in HalfCause]},
+            "shrink_bits": number,
+            "accumulation_bits": number,
+            "own": {"type": "array", "items": number, "minItems": 2, "maxItems": 2},
+            "gap": number,
+            "float32_verdict": {"enum": [p.value for p in Precision]},
+            "float32_excess_bits": number,
+            "float32_pair": series,
+        }
+    )
 
 
 def closed_object(properties: dict) -> dict:
@@ -266,6 +310,7 @@ def _plot_data(t: TrajectoryReport) -> tuple:
         t.distance,
         t.labels,
         t.reference,
+        t.float32.dtype,
     )
 
 
@@ -285,7 +330,7 @@ def trajectory_figure(data: tuple) -> Any:
     (zorder, not the call order, which keeps the legend's): where they coincide the thin line
     shows inside the wide one, both in their own colours.
     """
-    f32, f64, atol, (left, right), labels, reference = data
+    f32, f64, atol, (left, right), labels, reference, dtype = data
     figure_cls, canvas_cls = _load_matplotlib()
     width, height = PLOT_SIZE
     fig = figure_cls(figsize=(width / 100, height / 100), dpi=100 * PLOT_SCALE)
@@ -293,13 +338,13 @@ def trajectory_figure(data: tuple) -> Any:
     gap_ax = fig.add_axes((0.07, 0.2, 0.41, 0.68))
     ref_ax = fig.add_axes((0.57, 0.2, 0.41, 0.68))
     steps = np.arange(len(f32))
-    _line(gap_ax, steps, f32, _COLORS["f32"], "float32 pair")
+    _line(gap_ax, steps, f32, _COLORS["f32"], f"{dtype} pair")
     _line(gap_ax, steps, f64, _COLORS["f64"], "float64 pair", under=True)
     if atol > 0:
         gap_ax.axhline(atol, color="#c62828", linestyle="--", linewidth=0.9, label="tolerance")
     _style(gap_ax, "max|diff| between the sides")
-    _line(ref_ax, steps, left, _COLORS["left"], f"{labels[0]} float32", under=True)
-    _line(ref_ax, steps, right, _COLORS["right"], f"{labels[1]} float32")
+    _line(ref_ax, steps, left, _COLORS["left"], f"{labels[0]} {dtype}", under=True)
+    _line(ref_ax, steps, right, _COLORS["right"], f"{labels[1]} {dtype}")
     _style(ref_ax, f"distance to {reference}")
     return fig
 
@@ -349,7 +394,13 @@ def _sampled_table(t: TrajectoryReport) -> str:
     every = max(1, -(-t.steps // _SAMPLES))
     picked = sorted({*range(0, t.steps, every), t.steps - 1})
     left, right = t.labels
-    head = ["step", "float32 max|diff|", "float64 max|diff|", f"{left} to ref", f"{right} to ref"]
+    head = [
+        "step",
+        f"{t.float32.dtype} max|diff|",
+        "float64 max|diff|",
+        f"{left} to ref",
+        f"{right} to ref",
+    ]
     rows = [
         [
             str(k),

@@ -1,7 +1,9 @@
 """Trajectories: two runs compared step by step (``analysis``), the growth of their gap
-(``growth``), and the float64 verdict, rounding or formula. Import the names from here."""
+(``growth``), the float64 verdict, rounding or formula, and for a half pair the verdict against
+its float32 and float64 reruns (``half``). Import the names from here."""
 
 from harness.trajectory.analysis import (
+    EPS,
     PARTS_BITS,
     SATURATED_EPS,
     KeyPrecision,
@@ -32,15 +34,30 @@ from harness.trajectory.growth import (
     GrowthFit,
     fit_growth,
 )
+from harness.trajectory.half import (
+    ACCUMULATION_BITS,
+    HALF_DTYPES,
+    HalfCause,
+    HalfVerdict,
+    analyse_half,
+    half_holds,
+    half_text,
+    half_verdict,
+)
 
 __all__ = [
+    "ACCUMULATION_BITS",
     "CLEARLY_BETTER",
+    "EPS",
     "FIT_R2",
+    "HALF_DTYPES",
     "MIN_STEPS",
     "PARTS_BITS",
     "SATURATED_EPS",
     "Growth",
     "GrowthFit",
+    "HalfCause",
+    "HalfVerdict",
     "KeyPrecision",
     "PairSeries",
     "Precision",
@@ -48,11 +65,15 @@ __all__ = [
     "TrajectoryError",
     "TrajectoryReport",
     "analyse",
+    "analyse_half",
     "closer_sides",
     "distance_series",
     "eps_gaps",
     "first_over",
     "fit_growth",
+    "half_holds",
+    "half_text",
+    "half_verdict",
     "key_precisions",
     "pair_series",
     "precision_verdict",

@@ -23,10 +23,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
 from harness.diff import diff_arrays
+from harness.float_dtypes import is_float
 from harness.tolerances import Tolerance
 from harness.trajectory.growth import Growth, GrowthFit, fit_growth
 from harness.ulp import FLOAT_LAYOUT, wide_distance
@@ -42,7 +44,9 @@ SATURATED_EPS = 2.0**20
 """A float32 gap beyond 2**20 float32 eps of the values' scale keeps only 3 bits in common:
 such steps say nothing about rounding and are left out of the float64 verdict."""
 
-_EPS = {"float32": 2.0**-23, "float64": 2.0**-52}
+EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+"""The eps of each float format (the gap between 1 and the next float): the unit gaps are
+counted in (:func:`eps_gaps`)."""
 
 
 class Precision(StrEnum):
@@ -106,6 +110,9 @@ class TrajectoryReport:
     precision: PrecisionVerdict
     distance: tuple[tuple[float, ...], tuple[float, ...]]
     closer: tuple[str, ...]
+    # A half pair (float16, bfloat16): its verdict against the float32 and float64 reruns
+    # (``harness.trajectory.half.HalfVerdict``), which ``precision`` then states; else None.
+    half: Any = None
 
     def closer_counts(self) -> dict[str, int]:
         return {side: self.closer.count(side) for side in ("left", "right", "tie")}
@@ -123,7 +130,7 @@ def step_count(values: Mapping[str, np.ndarray]) -> int:
     """The common length of the first axis of every value, or a TrajectoryError."""
     lengths = {}
     for key, value in values.items():
-        if not isinstance(value, np.ndarray) or value.ndim == 0 or value.dtype.kind != "f":
+        if not isinstance(value, np.ndarray) or value.ndim == 0 or not is_float(value.dtype):
             raise TrajectoryError(
                 f"{key}: a trajectory value is a float tensor whose first axis is the step, "
                 f"got {_kind(value)}"
@@ -232,7 +239,7 @@ def eps_gaps(
 ) -> np.ndarray:
     """Per step, the largest per-key max|a - b| in units of ``dtype``'s eps at that key's
     scale (max|scale| at the step): how many roundings apart the pair is."""
-    eps = _EPS[dtype]
+    eps = EPS[dtype]
     out = np.zeros(steps)
     for key in a:
         gap = np.abs(a[key].astype(np.float64) - b[key].astype(np.float64)).reshape(steps, -1)
@@ -243,17 +250,21 @@ def eps_gaps(
     return out
 
 
-def precision_verdict(eps32: Sequence[float], eps64: Sequence[float]) -> PrecisionVerdict:
+def precision_verdict(
+    eps32: Sequence[float], eps64: Sequence[float], *, saturated: float = SATURATED_EPS
+) -> PrecisionVerdict:
     """Rounding or formula, from both pairs' per-step gaps in their own eps (:func:`eps_gaps`).
 
     Rounding leaves about as many float64 eps between the float64 runs as float32 eps between
     the float32 runs (the same operations round, amplified alike); a formula difference leaves
     about the same *absolute* gap, ``2**29`` float64 eps per float32 eps. Steps where the
     float32 runs are saturated are left out (they have parted beyond what rounding predicts);
-    if every step is, the float64 gap alone decides against the same bound.
+    if every step is, the float64 gap alone decides against the same bound. ``saturated``:
+    the gap (in the first pair's eps) from which a step is saturated; the half verdict
+    (``harness.trajectory.half``) passes its format's, comparing a half pair to float32.
     """
     n32, n64 = np.asarray(eps32, np.float64), np.asarray(eps64, np.float64)
-    used = n32 <= SATURATED_EPS
+    used = n32 <= saturated
     if not used.any():
         used = np.ones_like(used)
         n32 = np.ones_like(n32)
