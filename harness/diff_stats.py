@@ -218,11 +218,8 @@ class _FloatScan:
             self.best_ulp = int(dist[k])
         self.max_ulp = max(self.max_ulp, dist_max)
         self.hist.add(dist, dist_max, ws.mask, ws.keys, ws.as_f32)
-        # |d / b| is |d| / |b| exactly (IEEE division rounds the magnitude, the sign aside):
-        # the largest of the signed quotients' max and -min, no |b| pass. x/0 = inf; 0/0 = NaN,
-        # skipped by fmax/fmin.
         rel = np.divide(diff, cb, out=ws.scratch[:m])
-        self.max_rel = max(self.max_rel, float(np.fmax.reduce(rel)), -float(np.fmin.reduce(rel)))
+        self.max_rel = max(self.max_rel, largest_quotient(rel))
         if worst > self.atol_float and (self.tol.ulps is None or dist_max > self.tol.ulps):
             self._count_mismatches(diff, cb, dist)
 
@@ -322,6 +319,20 @@ def largest_magnitude(diff: np.ndarray) -> tuple[int, float]:
     if up > down or (up == down and hi < lo):
         return hi, abs(up)
     return lo, abs(down)
+
+
+def largest_quotient(rel: np.ndarray) -> float:
+    """The largest ``|d / b|`` of the signed quotients ``rel``, NaN (0 / 0) skipped; x/0 = inf.
+
+    ``|d / b|`` is ``|d| / |b|`` exactly (IEEE division rounds the magnitude, the sign aside),
+    so this is the larger of max and -min: no ``|b|`` pass. ``argmax`` / ``argmin`` cost a
+    fraction of ``np.fmax.reduce`` (a fifth at 1e3 elements) but stop at the first NaN; only
+    then does the NaN-skipping reduction run. All NaN gives NaN, which ``max`` then ignores.
+    """
+    up, down = float(rel[rel.argmax()]), -float(rel[rel.argmin()])
+    if up != up or down != down:  # some 0 / 0
+        up, down = float(np.fmax.reduce(rel)), -float(np.fmin.reduce(rel))
+    return max(up, down)  # both NaN or neither
 
 
 @functools.lru_cache(maxsize=64)
