@@ -43,6 +43,8 @@ _EXACT_FLOAT = {
     "float64": (np.float64, np.int64, 52, 1023, 52),
 }
 _HALF = {np.float32: np.float32(0.5), np.float64: np.float64(0.5)}
+_DIRECT_TOP = 12  # few_log2_counts: one bin per distance below 2**12 (a 32 KB bin array)
+_EDGES = np.array([0] + [1 << k for k in range(_DIRECT_TOP)], np.intp)  # first of each bucket
 
 def ordered_int(x: float, dtype: str = "float64") -> int:
     """The ordered-integer image of a float's bits: monotone in x, +0 and -0 both map to 0.
@@ -116,6 +118,8 @@ class Log2Histogram:
     number of passes that every x86-64 level vectorises, and ``np.bincount``.
     """
 
+    __slots__ = ("counts", "used")
+
     def __init__(self) -> None:
         self.counts = np.zeros(HIST_LEN, np.int64)
         self.used = 0  # buckets 0..used-1 may be non-zero; bucket used-1 is
@@ -133,7 +137,7 @@ class Log2Histogram:
             buckets = np.searchsorted(_POW2_U64, dist.view(np.uint64), side="right")
             self.counts[: top + 1] += np.bincount(buckets, minlength=top + 1)
         elif m < _PAIRS_FROM:
-            self._by_exponents(dist, top)
+            self.counts[: top + 1] += few_log2_counts(dist, top)
         elif top <= _EXACT_FLOAT["float32"][4]:
             self._by_paired_exponents(dist, top, "float32", keys, as_f32[:m])
         else:
@@ -158,19 +162,6 @@ class Log2Histogram:
         reach.append(0)
         self.counts[: top + 1] += [reach[k] - reach[k + 1] for k in range(top + 1)]
 
-    def _by_exponents(self, dist: np.ndarray, top: int) -> None:
-        """A few distances: count the float64 exponents of the distances as they are.
-
-        A distance d >= 1 below 2**52 is exact in float64 and its biased exponent is
-        ``1023 + floor(log2 d)``, ``1022 + k`` for bucket k; d = 0 has the exponent field 0.
-        The exponents are int64 already (no cast inside ``np.bincount``).
-        """
-        exponent = dist.astype(np.float64).view(np.int64)  # exact: below the limit
-        np.right_shift(exponent, 52, out=exponent)
-        per_exponent = np.bincount(exponent)
-        self.counts[0] += per_exponent[0]
-        self.counts[1 : top + 1] += per_exponent[1023 : 1023 + top]
-
     def _by_paired_exponents(self, dist: np.ndarray, top: int, kind: str, keys, floats) -> None:
         """Many distances: bucket by the exponent of ``d + 0.5``, exact in the float ``kind``.
 
@@ -190,11 +181,32 @@ class Log2Histogram:
         self.counts[: top + 1] += _count_pairs(keys, m, top + 1)
 
 
+def few_log2_counts(dist: np.ndarray, top: int) -> np.ndarray:
+    """Counts of buckets 0..top of fewer than ``_PAIRS_FROM`` distances below ``2**52``, the
+    largest in bucket ``top``: two or three NumPy calls.
+
+    Distances below ``2**_DIRECT_TOP`` get one bin each, summed per bucket (``reduceat`` at
+    the bucket edges); larger ones are counted by float64 exponent: a distance d >= 1 below
+    2**52 is exact in float64 with the biased exponent ``1023 + floor(log2 d)``, ``1022 + k``
+    for bucket k, and d = 0 has the exponent field 0. Both are int64 already, so
+    ``np.bincount`` casts nothing.
+    """
+    if dist.dtype.kind == "u":  # wide distances, below 2**52 here: bincount takes signed ints
+        dist = dist.view(np.int64)
+    if top <= _DIRECT_TOP:
+        return np.add.reduceat(np.bincount(dist), _EDGES[: top + 1])
+    exponent = dist.astype(np.float64).view(np.int64)  # exact: below the limit
+    np.right_shift(exponent, 52, out=exponent)
+    per_exponent = np.bincount(exponent)
+    return np.concatenate((per_exponent[:1], per_exponent[1023 : 1023 + top]))
+
+
 def _few_buckets(m: int) -> int:
     """Up to how many buckets above 0 one comparison pass per bucket edge is cheaper than
-    counting exponents, for m distances. Measured (AVX2, numpy 2.4): an edge costs about
-    1.5 us at 1e3 distances and 10 us at 2**15; the exponents about 5 us and 55 us."""
-    return 3 if m < _PAIRS_FROM else 5
+    counting, for m distances. Measured (AVX2, numpy 2.4): an edge costs about 1.5 us at 1e3
+    distances and 10 us at 2**15; :func:`few_log2_counts` about 4.5 us at 1e3, the paired
+    exponents about 55 us at 2**15."""
+    return 2 if m < _PAIRS_FROM else 5
 
 
 def _count_pairs(keys: np.ndarray, m: int, slots: int) -> np.ndarray:
