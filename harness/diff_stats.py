@@ -37,18 +37,12 @@ from typing import Any
 import numpy as np
 
 from harness.tolerances import Tolerance
-from harness.ulp import (
-    FLOAT_LAYOUT,
-    Log2Histogram,
-    narrow_distance,
-    same_sign_distance,
-    wide_distance,
-)
+from harness.ulp import FLOAT_LAYOUT, Log2Histogram, finite_distances
 
 _SMALL = 4096  # inputs up to this size get a workspace of their own power-of-two size
 _CUTS_KEPT = 16  # lengths of views kept per workspace
 # The bit patterns' dtypes as instances: ndarray.view converts a scalar type on every call
-_BITS = {name: np.dtype(layout[0]) for name, layout in FLOAT_LAYOUT.items()}
+BITS = {name: np.dtype(layout[0]) for name, layout in FLOAT_LAYOUT.items()}
 _NEAR = 2.0**-50  # relative margin beyond which a float64 verdict on integers is certain
 
 
@@ -130,7 +124,7 @@ def empty_stats(dtype: np.dtype) -> dict[str, Any]:
     return fields
 
 
-_BUFFERS = ("diff", "rel", "signs", "dist", "tmp", "mask", "mask2", "keys", "as_f32", "as_f64")
+_BUFFERS = ("diff", "rel", "signs", "tmp", "mask", "mask2", "keys", "as_f32", "as_f64")
 
 
 class _Workspace:
@@ -153,7 +147,6 @@ class _Workspace:
         self.diff = np.empty(size, dtype)
         self.rel = np.empty(size, dtype)  # the quotients, later |b| when counting mismatches
         self.signs = np.empty(size, itype)  # the sign-bit differences, then the distances
-        self.dist = np.empty(size, itype)  # distances of opposite-signed chunks
         self.tmp = np.empty(size, itype)
         self.mask = np.empty(size, bool)
         self.mask2 = np.empty(size, bool)
@@ -195,15 +188,15 @@ def float_stats(a: np.ndarray, b: np.ndarray, tol: Tolerance, chunk: int) -> dic
     scan = _FloatScan(dtype, tol, _workspace(dtype, a.size, chunk))
     with np.errstate(all="ignore"):
         if a.size <= chunk:  # one chunk: no generator
-            scan.chunk(0, _whole(a), _whole(b))
+            scan.chunk(0, flat_native(a), flat_native(b))
         else:
             for start, ca, cb in flat_chunks(a, b, chunk):
                 scan.chunk(start, ca, cb)
     return scan.fields(a, b)
 
 
-def _whole(x: np.ndarray) -> np.ndarray:
-    """``x`` as one flat native chunk: a view when it is contiguous and native already."""
+def flat_native(x: np.ndarray) -> np.ndarray:
+    """``x`` as one flat chunk in native byte order: a view when it is contiguous and native."""
     if x.flags.c_contiguous and x.dtype.isnative:
         return x.reshape(-1)
     return _chunk(x, _flat_view(x), 0, x.size)
@@ -212,15 +205,32 @@ def _whole(x: np.ndarray) -> np.ndarray:
 class _FloatScan:
     """Accumulates the statistics of successive chunks."""
 
-    __slots__ = ("tol", "ws", "itype", "mag_mask", "inf_bits", "atol", "atol_float", "hist")
-    __slots__ += ("best_abs", "best_index", "best_ulp", "first_bad", "max_rel", "max_ulp")
-    __slots__ += ("mismatches", "nan_mismatches", "inf_mismatches", "matched_nans")
-    __slots__ += ("bit_identical",)
+    __slots__ = (
+        "atol",
+        "atol_float",
+        "best_abs",
+        "best_index",
+        "best_ulp",
+        "bit_identical",
+        "first_bad",
+        "hist",
+        "inf_bits",
+        "inf_mismatches",
+        "itype",
+        "mag_mask",
+        "matched_nans",
+        "max_rel",
+        "max_ulp",
+        "mismatches",
+        "nan_mismatches",
+        "tol",
+        "ws",
+    )
 
     def __init__(self, dtype: np.dtype, tol: Tolerance, ws: _Workspace) -> None:
         self.tol, self.ws = tol, ws
         name = dtype_name(dtype)
-        self.itype, (_, self.mag_mask, self.inf_bits) = _BITS[name], FLOAT_LAYOUT[name]
+        self.itype, (_, self.mag_mask, self.inf_bits) = BITS[name], FLOAT_LAYOUT[name]
         self.atol = round_down(tol.atol, dtype)
         self.atol_float = float(self.atol)
         self.hist = Log2Histogram()
@@ -256,12 +266,8 @@ class _FloatScan:
         improved = worst > self.best_abs
         if improved:
             self.best_abs, self.best_index = worst, start + (k if index is None else int(index[k]))
-        if not opposite:
-            dist = same_sign_distance(bits_a, bits_b, ws.signs)  # signs are spent: reuse
-        elif worst < 2.0:
-            dist = narrow_distance(bits_a, bits_b, self.mag_mask, ws.dist, ws.tmp)
-        else:
-            dist = wide_distance(bits_a, bits_b, self.mag_mask)
+        # the sign bits are spent: their buffer takes the distances
+        dist = finite_distances(bits_a, bits_b, opposite, worst, self.mag_mask, ws.signs, ws.tmp)
         dist_max = dist.item(dist.argmax())
         if improved:
             self.best_ulp = dist.item(k)
@@ -270,7 +276,7 @@ class _FloatScan:
         rel = np.divide(diff, cb, out=ws.rel)
         self.max_rel = max(self.max_rel, largest_quotient(rel))
         if worst > self.atol_float and (self.tol.ulps is None or dist_max > self.tol.ulps):
-            self._count_mismatches(diff, cb, dist, ws)
+            self.mismatches += count_mismatches(diff, cb, dist, self.tol, self.atol, ws)
 
     def _identical_finite(self, start: int, m: int) -> None:
         """Account for a chunk of m bit-identical pairs without NaN or inf: all 0 ULP apart.
@@ -303,48 +309,85 @@ class _FloatScan:
         ca, cb = ca[index], cb[index]
         return ca, cb, ca - cb, index
 
-    def _count_mismatches(self, diff, cb, dist, ws: _Workspace) -> None:
-        """Count the pairs beyond the tolerance; ``diff`` (the chunk's last use) becomes |a - b|."""
-        bad, absdiff = ws.mask, np.abs(diff, out=diff)
-        if self.tol.rtol:
-            limit = np.abs(cb, out=ws.rel)
-            np.multiply(limit, self.tol.rtol, out=limit)
-            np.add(limit, self.atol, out=limit)
-            np.greater(absdiff, limit, out=bad)
-        else:
-            np.greater(absdiff, self.atol, out=bad)
-        if self.tol.ulps is not None:
-            ulps = min(self.tol.ulps, int(np.iinfo(dist.dtype).max))
-            far = np.greater(dist, ulps, out=ws.mask2)
-            np.logical_and(bad, far, out=bad)
-        self.mismatches += int(np.count_nonzero(bad))
-
     def fields(self, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
-        worst_at = self.first_bad if self.first_bad >= 0 else self.best_index
-        fields: dict[str, Any] = {
-            "n": int(a.size),
-            "max_abs": 0.0,
-            "max_rel": self.max_rel,
-            "max_ulp": self.max_ulp if self.max_ulp >= 0 else None,
-            "mismatches": self.mismatches + self.nan_mismatches + self.inf_mismatches,
-            "nan_mismatches": self.nan_mismatches,
-            "inf_mismatches": self.inf_mismatches,
-            "matched_nans": self.matched_nans,
-            "ulp_histogram": self.hist.trimmed(),
-            "bit_identical": self.bit_identical,
-        }
-        if worst_at >= 0:
-            fields.update(worst_fields(a, b, worst_at))
-            # a NaN / inf mismatch has no ULP distance; else the worst pair is the largest |a - b|
-            fields["worst_ulp"] = None if self.first_bad >= 0 else self.best_ulp
-        if self.best_index >= 0:
-            # Recomputed in float64 from the pair: exact for float16/32, whatever the pass used.
-            if self.best_index == worst_at:
-                best_a, best_b = fields["a_worst"], fields["b_worst"]
-            else:
-                best_a, best_b = value_at(a, self.best_index), value_at(b, self.best_index)
-            fields["max_abs"] = abs(best_a - best_b)
-        return fields
+        return float_fields(
+            a,
+            b,
+            best_index=self.best_index,
+            best_ulp=self.best_ulp,
+            max_rel=self.max_rel,
+            max_ulp=self.max_ulp,
+            histogram=self.hist.trimmed(),
+            bit_identical=self.bit_identical,
+            mismatches=self.mismatches,
+            first_bad=self.first_bad,
+            nan_mismatches=self.nan_mismatches,
+            inf_mismatches=self.inf_mismatches,
+            matched_nans=self.matched_nans,
+        )
+
+
+def count_mismatches(diff, cb, dist, tol: Tolerance, atol, ws=None) -> int:
+    """How many finite pairs fail ``tol`` (``atol`` rounded down to their dtype), in the
+    inputs' dtype; ``ws`` gives scratch buffers. ``diff`` (its last use) becomes ``|a - b|``."""
+    absdiff = np.abs(diff, out=diff)
+    if tol.rtol:
+        limit = np.abs(cb, out=None if ws is None else ws.rel)
+        np.multiply(limit, tol.rtol, out=limit)
+        np.add(limit, atol, out=limit)
+        bad = np.greater(absdiff, limit, out=None if ws is None else ws.mask)
+    else:
+        bad = np.greater(absdiff, atol, out=None if ws is None else ws.mask)
+    if tol.ulps is not None:
+        ulps = min(tol.ulps, int(np.iinfo(dist.dtype).max))
+        far = np.greater(dist, ulps, out=None if ws is None else ws.mask2)
+        np.logical_and(bad, far, out=bad)
+    return int(np.count_nonzero(bad))
+
+
+def float_fields(
+    a,
+    b,
+    *,
+    best_index,
+    best_ulp,
+    max_rel,
+    max_ulp,
+    histogram,
+    bit_identical,
+    mismatches,
+    first_bad=-1,
+    nan_mismatches=0,
+    inf_mismatches=0,
+    matched_nans=0,
+):
+    """The row fields of two float arrays from a pass's findings (``best_index``: the first
+    largest finite ``|a - b|``, -1 if none; ``first_bad``: the first NaN or inf mismatch)."""
+    worst_at = first_bad if first_bad >= 0 else best_index
+    fields: dict[str, Any] = {
+        "n": int(a.size),
+        "max_abs": 0.0,
+        "max_rel": max_rel,
+        "max_ulp": max_ulp if max_ulp >= 0 else None,
+        "mismatches": mismatches + nan_mismatches + inf_mismatches,
+        "nan_mismatches": nan_mismatches,
+        "inf_mismatches": inf_mismatches,
+        "matched_nans": matched_nans,
+        "ulp_histogram": histogram,
+        "bit_identical": bit_identical,
+    }
+    if worst_at >= 0:
+        fields.update(worst_fields(a, b, worst_at))
+        # a NaN / inf mismatch has no ULP distance; else the worst pair is the largest |a - b|
+        fields["worst_ulp"] = None if first_bad >= 0 else best_ulp
+    if best_index >= 0:
+        # Recomputed in float64 from the pair: exact for float16/32, whatever the pass used.
+        if best_index == worst_at:
+            best_a, best_b = fields["a_worst"], fields["b_worst"]
+        else:
+            best_a, best_b = value_at(a, best_index), value_at(b, best_index)
+        fields["max_abs"] = abs(best_a - best_b)
+    return fields
 
 
 def largest_magnitude(diff: np.ndarray) -> tuple[int, float]:

@@ -46,6 +46,7 @@ _HALF = {np.float32: np.float32(0.5), np.float64: np.float64(0.5)}
 _DIRECT_TOP = 12  # few_log2_counts: one bin per distance below 2**12 (a 32 KB bin array)
 _EDGES = np.array([0] + [1 << k for k in range(_DIRECT_TOP)], np.intp)  # first of each bucket
 
+
 def ordered_int(x: float, dtype: str = "float64") -> int:
     """The ordered-integer image of a float's bits: monotone in x, +0 and -0 both map to 0.
 
@@ -68,9 +69,9 @@ def ulp_distance(x: float, y: float, dtype: str = "float64") -> int | None:
     return abs(ordered_int(x, dtype) - ordered_int(y, dtype))
 
 
-def same_sign_distance(bits_a: np.ndarray, bits_b: np.ndarray, out: np.ndarray) -> np.ndarray:
+def same_sign_distance(bits_a: np.ndarray, bits_b: np.ndarray, out=None) -> np.ndarray:
     """``|bits_a - bits_b|`` into ``out``: the distance when no pair has opposite sign bits."""
-    np.subtract(bits_a, bits_b, out=out)
+    out = np.subtract(bits_a, bits_b, out=out)
     return np.abs(out, out=out)
 
 
@@ -102,6 +103,24 @@ def wide_distance(bits_a: np.ndarray, bits_b: np.ndarray, mag_mask: int) -> np.n
     return np.where(ord_a >= ord_b, up - down, down - up)
 
 
+def finite_distances(
+    bits_a, bits_b, opposite: bool, worst: float, mag_mask: int, out=None, scratch=None
+):
+    """The ULP distances of finite pairs from their bit patterns, in the cheapest exact width.
+
+    In the float's own width, into ``out`` (``scratch`` for the intermediate; both like the
+    bits, new arrays when None), when no pair has opposite sign bits or every ``|a - b|`` (at
+    most ``worst``) is below 2; else new uint64 distances.
+    """
+    if not opposite:
+        return same_sign_distance(bits_a, bits_b, out)
+    if worst < 2.0:
+        out = np.empty_like(bits_a) if out is None else out
+        scratch = np.empty_like(bits_a) if scratch is None else scratch
+        return narrow_distance(bits_a, bits_b, mag_mask, out, scratch)
+    return wide_distance(bits_a, bits_b, mag_mask)
+
+
 def _ordered64(bits: np.ndarray, mag_mask: int) -> np.ndarray:
     magnitude = (bits & mag_mask).astype(np.int64)
     return np.where(bits < 0, -magnitude, magnitude)
@@ -129,15 +148,8 @@ class Log2Histogram:
         m = dist.size
         top = dist_max.bit_length()  # buckets 0..top are in use, top is not empty
         self.used = max(self.used, top + 1)
-        if top == 0:
-            self.counts[0] += m
-        elif top <= _few_buckets(m):
-            self._by_thresholds(dist, top, mask[:m])
-        elif top > _EXACT_FLOAT["float64"][4]:  # beyond float64's exact integers
-            buckets = np.searchsorted(_POW2_U64, dist.view(np.uint64), side="right")
-            self.counts[: top + 1] += np.bincount(buckets, minlength=top + 1)
-        elif m < _PAIRS_FROM:
-            self.counts[: top + 1] += few_log2_counts(dist, top)
+        if m < _PAIRS_FROM or top <= _few_buckets(m) or top > _EXACT_FLOAT["float64"][4]:
+            self.counts[: top + 1] += log2_counts(dist, top, mask[:m])
         elif top <= _EXACT_FLOAT["float32"][4]:
             self._by_paired_exponents(dist, top, "float32", keys, as_f32[:m])
         else:
@@ -152,15 +164,6 @@ class Log2Histogram:
     def trimmed(self) -> tuple[int, ...]:
         """The counts, trailing empty buckets dropped."""
         return tuple(self.counts[: self.used].tolist())
-
-    def _by_thresholds(self, dist: np.ndarray, top: int, mask: np.ndarray) -> None:
-        """One count per bucket edge: how many distances reach it (the first edge, 1, is
-        ``count_nonzero``, no comparison)."""
-        reach = [dist.size, int(np.count_nonzero(dist))]
-        for k in range(2, top + 1):
-            reach.append(int(np.count_nonzero(np.greater_equal(dist, 1 << (k - 1), out=mask))))
-        reach.append(0)
-        self.counts[: top + 1] += [reach[k] - reach[k + 1] for k in range(top + 1)]
 
     def _by_paired_exponents(self, dist: np.ndarray, top: int, kind: str, keys, floats) -> None:
         """Many distances: bucket by the exponent of ``d + 0.5``, exact in the float ``kind``.
@@ -181,30 +184,46 @@ class Log2Histogram:
         self.counts[: top + 1] += _count_pairs(keys, m, top + 1)
 
 
-def few_log2_counts(dist: np.ndarray, top: int) -> np.ndarray:
-    """Counts of buckets 0..top of fewer than ``_PAIRS_FROM`` distances below ``2**52``, the
-    largest in bucket ``top``: two or three NumPy calls.
+def log2_counts(dist: np.ndarray, top: int, mask: np.ndarray | None = None) -> list[int]:
+    """Counts of buckets 0..top of ``dist``, whose largest value is in bucket ``top``, in a
+    few NumPy calls: for fewer than ``_PAIRS_FROM`` distances, few buckets, or distances
+    beyond float64's exact integers (``Log2Histogram`` pairs the keys of the other chunks).
 
-    Distances below ``2**_DIRECT_TOP`` get one bin each, summed per bucket (``reduceat`` at
-    the bucket edges); larger ones are counted by float64 exponent: a distance d >= 1 below
-    2**52 is exact in float64 with the biased exponent ``1023 + floor(log2 d)``, ``1022 + k``
-    for bucket k, and d = 0 has the exponent field 0. Both are int64 already, so
-    ``np.bincount`` casts nothing.
+    - Up to ``_few_buckets`` buckets: one count per bucket edge, how many distances reach it
+      (the first edge, 1, is ``count_nonzero``, no comparison; ``mask`` is scratch).
+    - Distances below ``2**_DIRECT_TOP``: one bin each, summed per bucket (``reduceat`` at
+      the bucket edges).
+    - Below ``2**52``: a distance d >= 1 is exact in float64 with the biased exponent
+      ``1023 + floor(log2 d)``, ``1022 + k`` for bucket k, and d = 0 has the exponent field 0;
+      the exponents are int64 already, so ``np.bincount`` casts nothing.
+    - Beyond: a bisection of the powers of two.
     """
+    m = dist.size
+    if top == 0:
+        return [m]
+    if top <= _few_buckets(m):
+        reach = [m, int(np.count_nonzero(dist))]
+        for k in range(2, top + 1):
+            reach.append(int(np.count_nonzero(np.greater_equal(dist, 1 << (k - 1), out=mask))))
+        reach.append(0)
+        return [reach[k] - reach[k + 1] for k in range(top + 1)]
+    if top > _EXACT_FLOAT["float64"][4]:
+        buckets = np.searchsorted(_POW2_U64, dist.view(np.uint64), side="right")
+        return np.bincount(buckets, minlength=top + 1).tolist()
     if dist.dtype.kind == "u":  # wide distances, below 2**52 here: bincount takes signed ints
         dist = dist.view(np.int64)
     if top <= _DIRECT_TOP:
-        return np.add.reduceat(np.bincount(dist), _EDGES[: top + 1])
+        return np.add.reduceat(np.bincount(dist), _EDGES[: top + 1]).tolist()
     exponent = dist.astype(np.float64).view(np.int64)  # exact: below the limit
     np.right_shift(exponent, 52, out=exponent)
     per_exponent = np.bincount(exponent)
-    return np.concatenate((per_exponent[:1], per_exponent[1023 : 1023 + top]))
+    return [int(per_exponent[0]), *per_exponent[1023 : 1023 + top].tolist()]
 
 
 def _few_buckets(m: int) -> int:
     """Up to how many buckets above 0 one comparison pass per bucket edge is cheaper than
     counting, for m distances. Measured (AVX2, numpy 2.4): an edge costs about 1.5 us at 1e3
-    distances and 10 us at 2**15; :func:`few_log2_counts` about 4.5 us at 1e3, the paired
+    distances and 10 us at 2**15; one bincount and reduceat about 4.5 us at 1e3, the paired
     exponents about 55 us at 2**15."""
     return 2 if m < _PAIRS_FROM else 5
 
