@@ -60,7 +60,10 @@ __all__ = [
     "value_dtype",
 ]
 
-CHUNK = 1 << 15  # elements per pass step: big enough to amortise ufunc calls, small for L2
+# Elements per pass step: each chunk costs about 30 NumPy and Python calls, so more elements
+# amortise them; measured on 1e7 float32 pairs (AVX2, 512 KiB L2 per core), 2**17 took 78% of
+# 2**15's time and 2**18 no less. The scratch buffers then hold about 4 MB (float32).
+CHUNK = 1 << 17
 
 
 class RowStatus(StrEnum):
