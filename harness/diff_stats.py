@@ -6,12 +6,11 @@
 
 Float arrays are scanned once, in chunks, into scratch buffers that are kept per thread (one
 set per dtype and power-of-two size up to the chunk), so a call allocates no chunk-sized
-buffer after the first and a small tensor costs little more than its NumPy calls. Per chunk,
-in this order of cost avoided:
+buffer after the first (``harness.diff_scalar`` has the one-pass path of small inputs, which
+reuses this module's helpers). Per chunk, in this order of cost avoided:
 
-- an XOR of the bit patterns says whether any pair has opposite sign bits, and (while the
-  inputs have been identical so far) whether the chunk is bit-identical; an identical finite
-  chunk only adds to the 0-ULP bucket;
+- an XOR of the bit patterns says whether any pair has opposite sign bits; with none, a
+  chunk whose ``max |a - b|`` is 0 is bit-identical and only adds to the 0-ULP bucket;
 - ``max |a - b|`` is finite exactly when no input is NaN or inf (NaN or inf inputs always give
   a NaN or inf difference), so only such chunks take the masking path;
 - without opposite signs the ULP distance is ``|bits_a - bits_b|`` in the float's own width
@@ -206,26 +205,10 @@ class _FloatScan:
     """Accumulates the statistics of successive chunks."""
 
     __slots__ = (
-        "atol",
-        "atol_float",
-        "best_abs",
-        "best_index",
-        "best_ulp",
-        "bit_identical",
-        "first_bad",
-        "hist",
-        "inf_bits",
-        "inf_mismatches",
-        "itype",
-        "mag_mask",
-        "matched_nans",
-        "max_rel",
-        "max_ulp",
-        "mismatches",
-        "nan_mismatches",
-        "tol",
-        "ws",
-    )
+        "atol", "atol_float", "best_abs", "best_index", "best_ulp", "bit_identical", "first_bad",
+        "hist", "inf_bits", "inf_mismatches", "itype", "mag_mask", "matched_nans", "max_rel",
+        "max_ulp", "mismatches", "nan_mismatches", "tol", "ws",
+    )  # fmt: skip
 
     def __init__(self, dtype: np.dtype, tol: Tolerance, ws: _Workspace) -> None:
         self.tol, self.ws = tol, ws
