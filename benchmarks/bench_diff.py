@@ -12,6 +12,11 @@ Run: ``make bench ARGS=benchmarks/bench_diff.py``.
 - Each of those three again in a child process that NumPy dispatches in as on an AVX2 CPU
   (``targets.AVX2_ENV``: no AVX-512 kernels, so no AVX-512 sorting), same interleaving; the
   targets table shows both (rows ending ", AVX2"), the child's note says AVX-512 was off.
+  ``AVX2_ENV`` is the default ("portable", x86-64-v3) numerics profile's NumPy setting, and
+  NumPy's is the only one of the profile's variables ``diff_arrays`` depends on (it calls no
+  BLAS, torch or MKL), so the ", AVX2" rows are also the default profile's figures; the rows
+  without the suffix are this machine's own dispatch (``make bench`` runs ``--numerics
+  native``). On a CPU without AVX-512 the two are the same kernels.
 - Two memory-mapped 5e7-element arrays compared in a fresh process: peak traced allocations
   (a few chunk-sized buffers, nothing proportional to the 400 MB of input), and the same
   statistics as ``diff_arrays`` on the arrays in memory.
@@ -122,7 +127,7 @@ def _time_in_this_process(name: str, max_time: float, min_rounds: int) -> dict:
     )
     check_speed_results(timings)
     avx512 = [t for t in ("X86_V4", "AVX512_ICL", "AVX512_SPR") if __cpu_features__.get(t)]
-    note = f"AVX-512 on: {' '.join(avx512)}" if avx512 else "AVX-512 off"
+    note = f"AVX-512 on: {' '.join(avx512)}" if avx512 else "AVX-512 off, as the default profile"
     return {"medians": timings.medians(), "rounds": timings.rounds, "note": note}
 
 

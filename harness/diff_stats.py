@@ -6,12 +6,11 @@
 
 Float arrays are scanned once, in chunks, into scratch buffers that are kept per thread (one
 set per dtype and power-of-two size up to the chunk), so a call allocates no chunk-sized
-buffer after the first and a small tensor costs little more than its NumPy calls. Per chunk,
-in this order of cost avoided:
+buffer after the first (``harness.diff_scalar`` has the one-pass path of small inputs, which
+reuses this module's helpers). Per chunk, in this order of cost avoided:
 
-- an XOR of the bit patterns says whether any pair has opposite sign bits, and (while the
-  inputs have been identical so far) whether the chunk is bit-identical; an identical finite
-  chunk only adds to the 0-ULP bucket;
+- an XOR of the bit patterns says whether any pair has opposite sign bits; with none, a
+  chunk whose ``max |a - b|`` is 0 is bit-identical and only adds to the 0-ULP bucket;
 - ``max |a - b|`` is finite exactly when no input is NaN or inf (NaN or inf inputs always give
   a NaN or inf difference), so only such chunks take the masking path;
 - without opposite signs the ULP distance is ``|bits_a - bits_b|`` in the float's own width
@@ -37,15 +36,12 @@ from typing import Any
 import numpy as np
 
 from harness.tolerances import Tolerance
-from harness.ulp import (
-    FLOAT_LAYOUT,
-    Log2Histogram,
-    narrow_distance,
-    same_sign_distance,
-    wide_distance,
-)
+from harness.ulp import FLOAT_LAYOUT, Log2Histogram, finite_distances
 
 _SMALL = 4096  # inputs up to this size get a workspace of their own power-of-two size
+_CUTS_KEPT = 16  # lengths of views kept per workspace
+# The bit patterns' dtypes as instances: ndarray.view converts a scalar type on every call
+BITS = {name: np.dtype(layout[0]) for name, layout in FLOAT_LAYOUT.items()}
 _NEAR = 2.0**-50  # relative margin beyond which a float64 verdict on integers is certain
 
 
@@ -127,21 +123,48 @@ def empty_stats(dtype: np.dtype) -> dict[str, Any]:
     return fields
 
 
-class _Workspace:
-    """Scratch buffers for chunks of up to ``size`` elements of one float dtype."""
+_BUFFERS = ("diff", "rel", "signs", "tmp", "mask", "mask2", "keys", "as_f32", "as_f64")
 
-    def __init__(self, dtype: np.dtype, size: int) -> None:
+
+class _Workspace:
+    """Scratch buffers for chunks of up to ``size`` elements of one float dtype.
+
+    ``cut(m)`` gives the same buffers as views of length m, made once per length and kept (a
+    call's last, partial chunk; a small input's one chunk): slicing ten buffers per chunk
+    costs a sixth of a 1e3-element diff.
+    """
+
+    __slots__ = ("size", "_cuts", *_BUFFERS)
+
+    def __init__(self, dtype: np.dtype, size: int, views: dict[str, Any] | None = None) -> None:
+        self.size, self._cuts = size, {}
+        if views is not None:
+            for name, buffer in views.items():
+                setattr(self, name, buffer)
+            return
         itype = FLOAT_LAYOUT[dtype_name(dtype)][0]
         self.diff = np.empty(size, dtype)
-        self.absdiff = np.empty(size, dtype)  # only when a chunk may hold mismatches
-        self.scratch = np.empty(size, dtype)
-        self.signs = np.empty(size, itype)
-        self.dist = np.empty(size, itype)
+        self.rel = np.empty(size, dtype)  # the quotients, later |b| when counting mismatches
+        self.signs = np.empty(size, itype)  # the sign-bit differences, then the distances
         self.tmp = np.empty(size, itype)
         self.mask = np.empty(size, bool)
         self.mask2 = np.empty(size, bool)
         self.keys = np.empty(size + 1, np.uint8)  # one spare: Log2Histogram pads odd counts
         self.as_f32 = np.empty(size, np.float32)
+        self.as_f64 = np.empty(size, np.float64) if dtype.itemsize == 8 else None
+
+    def cut(self, m: int) -> _Workspace:
+        """The buffers as views of length ``m`` (``keys`` ``m + 1``), cached per length."""
+        if m == self.size:
+            return self
+        ws = self._cuts.get(m)
+        if ws is None:
+            if len(self._cuts) >= _CUTS_KEPT:
+                self._cuts.clear()
+            views = {name: getattr(self, name) for name in _BUFFERS}
+            views = {k: v if v is None else v[: m + (k == "keys")] for k, v in views.items()}
+            ws = self._cuts[m] = _Workspace(self.diff.dtype, m, views)
+        return ws
 
 
 _LOCAL = threading.local()
@@ -164,19 +187,33 @@ def float_stats(a: np.ndarray, b: np.ndarray, tol: Tolerance, chunk: int) -> dic
     scan = _FloatScan(dtype, tol, _workspace(dtype, a.size, chunk))
     with np.errstate(all="ignore"):
         if a.size <= chunk:  # one chunk: no generator
-            scan.chunk(0, _chunk(a, _flat_view(a), 0, a.size), _chunk(b, _flat_view(b), 0, b.size))
+            scan.chunk(0, flat_native(a), flat_native(b))
         else:
             for start, ca, cb in flat_chunks(a, b, chunk):
                 scan.chunk(start, ca, cb)
     return scan.fields(a, b)
 
 
+def flat_native(x: np.ndarray) -> np.ndarray:
+    """``x`` as one flat chunk in native byte order: a view when it is contiguous and native."""
+    if x.flags.c_contiguous and x.dtype.isnative:
+        return x.reshape(-1)
+    return _chunk(x, _flat_view(x), 0, x.size)
+
+
 class _FloatScan:
     """Accumulates the statistics of successive chunks."""
 
+    __slots__ = (
+        "atol", "atol_float", "best_abs", "best_index", "best_ulp", "bit_identical", "first_bad",
+        "hist", "inf_bits", "inf_mismatches", "itype", "mag_mask", "matched_nans", "max_rel",
+        "max_ulp", "mismatches", "nan_mismatches", "tol", "ws",
+    )  # fmt: skip
+
     def __init__(self, dtype: np.dtype, tol: Tolerance, ws: _Workspace) -> None:
-        self.name, self.tol, self.ws = dtype_name(dtype), tol, ws
-        self.itype, self.mag_mask, self.inf_bits = FLOAT_LAYOUT[self.name]
+        self.tol, self.ws = tol, ws
+        name = dtype_name(dtype)
+        self.itype, (_, self.mag_mask, self.inf_bits) = BITS[name], FLOAT_LAYOUT[name]
         self.atol = round_down(tol.atol, dtype)
         self.atol_float = float(self.atol)
         self.hist = Log2Histogram()
@@ -187,54 +224,54 @@ class _FloatScan:
         self.bit_identical = True
 
     def chunk(self, start: int, ca: np.ndarray, cb: np.ndarray) -> None:
-        m, ws = ca.size, self.ws
+        ws = self.ws.cut(ca.size)
         bits_a, bits_b = ca.view(self.itype), cb.view(self.itype)
-        signs = np.bitwise_xor(bits_a, bits_b, out=ws.signs[:m])
-        opposite = int_min(signs) < 0  # some pair has different sign bits
-        if self.bit_identical:
-            self.bit_identical = not opposite and int_max(signs) == 0
-            if self.bit_identical and self._identical_finite(start, ca):
-                return
-        diff = np.subtract(ca, cb, out=ws.diff[:m])
+        signs = np.bitwise_xor(bits_a, bits_b, out=ws.signs)
+        # x.item(x.argmax()), not x.max(): argmax skips the reduction machinery (a quarter of
+        # the time at 1e3 elements)
+        opposite = signs.item(signs.argmin()) < 0  # some pair has different sign bits
+        diff = np.subtract(ca, cb, out=ws.diff)
         k, worst = largest_magnitude(diff)
         index = None  # chunk position -> flat index map, when non-finite pairs were dropped
-        if not math.isfinite(worst):
+        if worst == 0.0 and not opposite:  # equal values of equal signs: the same bits
+            self._identical_finite(start, ca.size)
+            return
+        if not math.isfinite(worst):  # NaN or inf inputs (or an overflow)
+            self.bit_identical = self.bit_identical and not opposite
+            self.bit_identical = self.bit_identical and signs.item(signs.argmax()) == 0
             ca, cb, diff, index = self._drop_non_finite(start, ca, cb)
             if ca.size == 0:
                 return
-            m, (k, worst) = ca.size, largest_magnitude(diff)
+            ws, (k, worst) = self.ws.cut(ca.size), largest_magnitude(diff)
             bits_a, bits_b = ca.view(self.itype), cb.view(self.itype)
+        else:
+            self.bit_identical = False
         improved = worst > self.best_abs
         if improved:
             self.best_abs, self.best_index = worst, start + (k if index is None else int(index[k]))
-        if not opposite:
-            dist = same_sign_distance(bits_a, bits_b, ws.signs[:m])  # signs are spent: reuse
-        elif worst < 2.0:
-            dist = narrow_distance(bits_a, bits_b, self.mag_mask, ws.dist[:m], ws.tmp[:m])
-        else:
-            dist = wide_distance(bits_a, bits_b, self.mag_mask)
-        dist_max = int_max(dist)
+        # the sign bits are spent: their buffer takes the distances
+        dist = finite_distances(bits_a, bits_b, opposite, worst, self.mag_mask, ws.signs, ws.tmp)
+        dist_max = dist.item(dist.argmax())
         if improved:
-            self.best_ulp = int(dist[k])
+            self.best_ulp = dist.item(k)
         self.max_ulp = max(self.max_ulp, dist_max)
-        self.hist.add(dist, dist_max, ws.mask, ws.keys, ws.as_f32)
-        # |d / b| is |d| / |b| exactly (IEEE division rounds the magnitude, the sign aside):
-        # the largest of the signed quotients' max and -min, no |b| pass. x/0 = inf; 0/0 = NaN,
-        # skipped by fmax/fmin.
-        rel = np.divide(diff, cb, out=ws.scratch[:m])
-        self.max_rel = max(self.max_rel, float(np.fmax.reduce(rel)), -float(np.fmin.reduce(rel)))
+        self.hist.add(dist, dist_max, ws.mask, ws.keys, ws.as_f32, ws.as_f64)
+        rel = np.divide(diff, cb, out=ws.rel)
+        self.max_rel = max(self.max_rel, largest_quotient(rel))
         if worst > self.atol_float and (self.tol.ulps is None or dist_max > self.tol.ulps):
-            self._count_mismatches(diff, cb, dist)
+            self.mismatches += count_mismatches(diff, cb, dist, self.tol, self.atol, ws)
 
-    def _identical_finite(self, start: int, ca: np.ndarray) -> bool:
-        """Account for a bit-identical chunk without NaN or inf; False if it has some."""
-        if not (math.isfinite(ca.min()) and math.isfinite(ca.max())):  # NaN propagates
-            return False
+    def _identical_finite(self, start: int, m: int) -> None:
+        """Account for a chunk of m bit-identical pairs without NaN or inf: all 0 ULP apart.
+
+        Every ``a - b`` is 0 exactly when every pair is equal (the difference of two distinct
+        finite floats is never 0, subnormals included), and equal floats with equal sign bits
+        have the same bits.
+        """
         if self.best_abs < 0:
             self.best_abs, self.best_index, self.best_ulp = 0.0, start, 0
         self.max_ulp = max(self.max_ulp, 0)
-        self.hist.add_zeros(ca.size)
-        return True
+        self.hist.add_zeros(m)
 
     def _drop_non_finite(self, start, ca, cb):
         """Count NaN/inf categories; return the finite pairs, their a - b and positions."""
@@ -255,59 +292,85 @@ class _FloatScan:
         ca, cb = ca[index], cb[index]
         return ca, cb, ca - cb, index
 
-    def _count_mismatches(self, diff: np.ndarray, cb: np.ndarray, dist: np.ndarray) -> None:
-        m = diff.size
-        bad, absdiff = self.ws.mask[:m], np.abs(diff, out=self.ws.absdiff[:m])
-        if self.tol.rtol:
-            limit = np.abs(cb, out=self.ws.scratch[:m])
-            np.multiply(limit, self.tol.rtol, out=limit)
-            np.add(limit, self.atol, out=limit)
-            np.greater(absdiff, limit, out=bad)
-        else:
-            np.greater(absdiff, self.atol, out=bad)
-        if self.tol.ulps is not None:
-            ulps = min(self.tol.ulps, int(np.iinfo(dist.dtype).max))
-            far = np.greater(dist, ulps, out=self.ws.mask2[:m])
-            np.logical_and(bad, far, out=bad)
-        self.mismatches += int(np.count_nonzero(bad))
-
     def fields(self, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
-        worst_at = self.first_bad if self.first_bad >= 0 else self.best_index
-        fields: dict[str, Any] = {
-            "n": int(a.size),
-            "max_abs": 0.0,
-            "max_rel": self.max_rel,
-            "max_ulp": self.max_ulp if self.max_ulp >= 0 else None,
-            "mismatches": self.mismatches + self.nan_mismatches + self.inf_mismatches,
-            "nan_mismatches": self.nan_mismatches,
-            "inf_mismatches": self.inf_mismatches,
-            "matched_nans": self.matched_nans,
-            "ulp_histogram": self.hist.trimmed(),
-            "bit_identical": self.bit_identical,
-        }
-        if worst_at >= 0:
-            fields.update(worst_fields(a, b, worst_at))
-            # a NaN / inf mismatch has no ULP distance; else the worst pair is the largest |a - b|
-            fields["worst_ulp"] = None if self.first_bad >= 0 else self.best_ulp
-        if self.best_index >= 0:
-            # Recomputed in float64 from the pair: exact for float16/32, whatever the pass used.
-            if self.best_index == worst_at:
-                best_a, best_b = fields["a_worst"], fields["b_worst"]
-            else:
-                best_a, best_b = value_at(a, self.best_index), value_at(b, self.best_index)
-            fields["max_abs"] = abs(best_a - best_b)
-        return fields
+        return float_fields(
+            a,
+            b,
+            best_index=self.best_index,
+            best_ulp=self.best_ulp,
+            max_rel=self.max_rel,
+            max_ulp=self.max_ulp,
+            histogram=self.hist.trimmed(),
+            bit_identical=self.bit_identical,
+            mismatches=self.mismatches,
+            first_bad=self.first_bad,
+            nan_mismatches=self.nan_mismatches,
+            inf_mismatches=self.inf_mismatches,
+            matched_nans=self.matched_nans,
+        )
 
 
-def int_max(x: np.ndarray) -> int:
-    """``int(x.max())`` of an integer array: ``argmax`` skips the reduction machinery (half
-    the time of ``max`` at 1e3 elements, less at 3e4)."""
-    return int(x[x.argmax()])
+def count_mismatches(diff, cb, dist, tol: Tolerance, atol, ws=None) -> int:
+    """How many finite pairs fail ``tol`` (``atol`` rounded down to their dtype), in the
+    inputs' dtype; ``ws`` gives scratch buffers. ``diff`` (its last use) becomes ``|a - b|``."""
+    absdiff = np.abs(diff, out=diff)
+    if tol.rtol:
+        limit = np.abs(cb, out=None if ws is None else ws.rel)
+        np.multiply(limit, tol.rtol, out=limit)
+        np.add(limit, atol, out=limit)
+        bad = np.greater(absdiff, limit, out=None if ws is None else ws.mask)
+    else:
+        bad = np.greater(absdiff, atol, out=None if ws is None else ws.mask)
+    if tol.ulps is not None:
+        ulps = min(tol.ulps, int(np.iinfo(dist.dtype).max))
+        far = np.greater(dist, ulps, out=None if ws is None else ws.mask2)
+        np.logical_and(bad, far, out=bad)
+    return int(np.count_nonzero(bad))
 
 
-def int_min(x: np.ndarray) -> int:
-    """``int(x.min())`` of an integer array, as :func:`int_max`."""
-    return int(x[x.argmin()])
+def float_fields(
+    a,
+    b,
+    *,
+    best_index,
+    best_ulp,
+    max_rel,
+    max_ulp,
+    histogram,
+    bit_identical,
+    mismatches,
+    first_bad=-1,
+    nan_mismatches=0,
+    inf_mismatches=0,
+    matched_nans=0,
+):
+    """The row fields of two float arrays from a pass's findings (``best_index``: the first
+    largest finite ``|a - b|``, -1 if none; ``first_bad``: the first NaN or inf mismatch)."""
+    worst_at = first_bad if first_bad >= 0 else best_index
+    fields: dict[str, Any] = {
+        "n": int(a.size),
+        "max_abs": 0.0,
+        "max_rel": max_rel,
+        "max_ulp": max_ulp if max_ulp >= 0 else None,
+        "mismatches": mismatches + nan_mismatches + inf_mismatches,
+        "nan_mismatches": nan_mismatches,
+        "inf_mismatches": inf_mismatches,
+        "matched_nans": matched_nans,
+        "ulp_histogram": histogram,
+        "bit_identical": bit_identical,
+    }
+    if worst_at >= 0:
+        fields.update(worst_fields(a, b, worst_at))
+        # a NaN / inf mismatch has no ULP distance; else the worst pair is the largest |a - b|
+        fields["worst_ulp"] = None if first_bad >= 0 else best_ulp
+    if best_index >= 0:
+        # Recomputed in float64 from the pair: exact for float16/32, whatever the pass used.
+        if best_index == worst_at:
+            best_a, best_b = fields["a_worst"], fields["b_worst"]
+        else:
+            best_a, best_b = value_at(a, best_index), value_at(b, best_index)
+        fields["max_abs"] = abs(best_a - best_b)
+    return fields
 
 
 def largest_magnitude(diff: np.ndarray) -> tuple[int, float]:
@@ -322,6 +385,20 @@ def largest_magnitude(diff: np.ndarray) -> tuple[int, float]:
     if up > down or (up == down and hi < lo):
         return hi, abs(up)
     return lo, abs(down)
+
+
+def largest_quotient(rel: np.ndarray) -> float:
+    """The largest ``|d / b|`` of the signed quotients ``rel``, NaN (0 / 0) skipped; x/0 = inf.
+
+    ``|d / b|`` is ``|d| / |b|`` exactly (IEEE division rounds the magnitude, the sign aside),
+    so this is the larger of max and -min: no ``|b|`` pass. ``argmax`` / ``argmin`` cost a
+    fraction of ``np.fmax.reduce`` (a fifth at 1e3 elements) but stop at the first NaN; only
+    then does the NaN-skipping reduction run. All NaN gives NaN, which ``max`` then ignores.
+    """
+    up, down = float(rel[rel.argmax()]), -float(rel[rel.argmin()])
+    if up != up or down != down:  # some 0 / 0
+        up, down = float(np.fmax.reduce(rel)), -float(np.fmin.reduce(rel))
+    return max(up, down)  # both NaN or neither
 
 
 @functools.lru_cache(maxsize=64)

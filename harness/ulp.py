@@ -34,16 +34,17 @@ FLOAT_LAYOUT = {
 _STRUCT_CODE = {"float16": "e", "float32": "f", "float64": "d"}
 
 HIST_LEN = 66  # buckets 0..65 cover any float64 distance (< 2**65)
-_FEW_BUCKETS = 8  # up to this many buckets above 0, one comparison pass per bucket is cheapest
-# (measured at 2**15 distances: about 5 us a bucket, against 50-70 us for the exponent counting)
 _PAIRS_FROM = 4096  # from this many distances on, count bucket keys two at a time
 _POW2_U64 = np.array([1 << k for k in range(64)], dtype=np.uint64)
-# float kind -> (float type, its bits, mantissa bits, exponent bias, log2 of the distance limit,
-# one half): every distance d below the limit has d + 0.5 exact, and its exponent is d's bucket
+# float kind -> (float type, its signed bits, mantissa bits, exponent bias, log2 of the distance
+# limit): every distance d below the limit has d + 0.5 exact, and its exponent is d's bucket
 _EXACT_FLOAT = {
-    "float32": (np.float32, np.int32, 23, 127, 23, np.float32(0.5)),
-    "float64": (np.float64, np.int64, 52, 1023, 52, np.float64(0.5)),
+    "float32": (np.float32, np.int32, 23, 127, 23),
+    "float64": (np.float64, np.int64, 52, 1023, 52),
 }
+_HALF = {np.float32: np.float32(0.5), np.float64: np.float64(0.5)}
+_DIRECT_TOP = 12  # few_log2_counts: one bin per distance below 2**12 (a 32 KB bin array)
+_EDGES = np.array([0] + [1 << k for k in range(_DIRECT_TOP)], np.intp)  # first of each bucket
 
 
 def ordered_int(x: float, dtype: str = "float64") -> int:
@@ -68,9 +69,9 @@ def ulp_distance(x: float, y: float, dtype: str = "float64") -> int | None:
     return abs(ordered_int(x, dtype) - ordered_int(y, dtype))
 
 
-def same_sign_distance(bits_a: np.ndarray, bits_b: np.ndarray, out: np.ndarray) -> np.ndarray:
+def same_sign_distance(bits_a: np.ndarray, bits_b: np.ndarray, out=None) -> np.ndarray:
     """``|bits_a - bits_b|`` into ``out``: the distance when no pair has opposite sign bits."""
-    np.subtract(bits_a, bits_b, out=out)
+    out = np.subtract(bits_a, bits_b, out=out)
     return np.abs(out, out=out)
 
 
@@ -102,6 +103,24 @@ def wide_distance(bits_a: np.ndarray, bits_b: np.ndarray, mag_mask: int) -> np.n
     return np.where(ord_a >= ord_b, up - down, down - up)
 
 
+def finite_distances(
+    bits_a, bits_b, opposite: bool, worst: float, mag_mask: int, out=None, scratch=None
+):
+    """The ULP distances of finite pairs from their bit patterns, in the cheapest exact width.
+
+    In the float's own width, into ``out`` (``scratch`` for the intermediate; both like the
+    bits, new arrays when None), when no pair has opposite sign bits or every ``|a - b|`` (at
+    most ``worst``) is below 2; else new uint64 distances.
+    """
+    if not opposite:
+        return same_sign_distance(bits_a, bits_b, out)
+    if worst < 2.0:
+        out = np.empty_like(bits_a) if out is None else out
+        scratch = np.empty_like(bits_a) if scratch is None else scratch
+        return narrow_distance(bits_a, bits_b, mag_mask, out, scratch)
+    return wide_distance(bits_a, bits_b, mag_mask)
+
+
 def _ordered64(bits: np.ndarray, mag_mask: int) -> np.ndarray:
     magnitude = (bits & mag_mask).astype(np.int64)
     return np.where(bits < 0, -magnitude, magnitude)
@@ -112,30 +131,30 @@ class Log2Histogram:
 
     ``add`` takes the distances of one chunk with their maximum and scratch buffers of at
     least the chunk's size (``mask`` bool, ``keys`` uint8 with one spare element, ``as_f32``
-    float32), so a chunk costs no chunk-sized allocation on the common paths. No path sorts:
-    sorting is fast only where NumPy has SIMD sorting for the key type (AVX-512 for 16-bit
-    keys), so its cost would depend on the CPU.
+    float32, optionally ``as_f64`` float64), so a chunk costs no chunk-sized allocation on the
+    common paths. No path sorts: sorting is fast only where NumPy has SIMD sorting for the key
+    type (AVX-512 for 16-bit keys), so its cost would depend on the CPU. Each path is a fixed
+    number of passes that every x86-64 level vectorises, and ``np.bincount``.
     """
+
+    __slots__ = ("counts", "used")
 
     def __init__(self) -> None:
         self.counts = np.zeros(HIST_LEN, np.int64)
         self.used = 0  # buckets 0..used-1 may be non-zero; bucket used-1 is
 
-    def add(self, dist: np.ndarray, dist_max: int, mask, keys, as_f32) -> None:
+    def add(self, dist: np.ndarray, dist_max: int, mask, keys, as_f32, as_f64=None) -> None:
         """Bucket ``dist`` (non-negative ints whose largest value is ``dist_max``)."""
         m = dist.size
         top = dist_max.bit_length()  # buckets 0..top are in use, top is not empty
         self.used = max(self.used, top + 1)
-        if top == 0:
-            self.counts[0] += m
-        elif top <= _FEW_BUCKETS:
-            self._by_thresholds(dist, top, mask[:m])
-        elif top <= _EXACT_FLOAT["float64"][4]:  # dist_max < 2**limit
-            kind = "float32" if top <= _EXACT_FLOAT["float32"][4] else "float64"
-            self._by_exponents(dist, kind, keys[: m + 1], as_f32[:m])
+        if m < _PAIRS_FROM or top <= _few_buckets(m) or top > _EXACT_FLOAT["float64"][4]:
+            self.counts[: top + 1] += log2_counts(dist, top, mask[:m])
+        elif top <= _EXACT_FLOAT["float32"][4]:
+            self._by_paired_exponents(dist, top, "float32", keys, as_f32[:m])
         else:
-            buckets = np.searchsorted(_POW2_U64, dist.view(np.uint64), side="right")
-            self.counts[: top + 1] += np.bincount(buckets, minlength=top + 1)
+            floats = np.empty(m, np.float64) if as_f64 is None else as_f64[:m]
+            self._by_paired_exponents(dist, top, "float64", keys, floats)
 
     def add_zeros(self, m: int) -> None:
         """Count ``m`` pairs that are 0 ULP apart."""
@@ -146,33 +165,67 @@ class Log2Histogram:
         """The counts, trailing empty buckets dropped."""
         return tuple(self.counts[: self.used].tolist())
 
-    def _by_thresholds(self, dist: np.ndarray, top: int, mask: np.ndarray) -> None:
-        below = dist.size  # elements with distance >= 2**(k-2), starting from all
-        for k in range(1, top + 1):
-            at_least = int(np.count_nonzero(np.greater_equal(dist, 1 << (k - 1), out=mask)))
-            self.counts[k - 1] += below - at_least
-            below = at_least
-        self.counts[top] += below
-
-    def _by_exponents(self, dist: np.ndarray, kind: str, keys, as_f32) -> None:
-        """Bucket by the exponent of ``d + 0.5``, exact in the float ``kind``.
+    def _by_paired_exponents(self, dist: np.ndarray, top: int, kind: str, keys, floats) -> None:
+        """Many distances: bucket by the exponent of ``d + 0.5``, exact in the float ``kind``.
 
         ``d + 0.5`` lies in ``[2**(k-1), 2**k)`` exactly when d is in bucket k (0.5 for d = 0,
-        bucket 0), so its biased exponent is ``bias - 1 + k``. A few distances have their
-        exponents counted as they are; more are narrowed to uint8 buckets, counted in pairs.
+        bucket 0), so its biased exponent is ``bias - 1 + k``: consecutive bucket numbers,
+        narrowed to uint8 and counted two at a time (:func:`_count_pairs`). The narrowing
+        keeps the exponent modulo 256 and the uint8 subtraction wraps the same way, so
+        float64's exponents near 1023 come out right.
         """
-        ftype, bits, mantissa, bias, limit, half = _EXACT_FLOAT[kind]
+        ftype, bits, mantissa, bias, _ = _EXACT_FLOAT[kind]
         m = dist.size
-        floats = as_f32 if kind == "float32" else np.empty(m, ftype)
         np.copyto(floats, dist, casting="unsafe")  # exact: below the limit
-        np.add(floats, half, out=floats)
+        np.add(floats, _HALF[ftype], out=floats)
         exponent = np.right_shift(floats.view(bits), mantissa, out=floats.view(bits))
-        if m < _PAIRS_FROM:
-            per_exponent = np.bincount(exponent, minlength=bias + limit)
-            self.counts[: limit + 1] += per_exponent[bias - 1 :]
-        else:
-            np.subtract(exponent, bias - 1, out=keys[:m], casting="unsafe")
-            self.counts[: limit + 1] += _count_pairs(keys, m, limit + 1)
+        np.copyto(keys[:m], exponent, casting="unsafe")
+        np.subtract(keys[:m], np.uint8((bias - 1) & 0xFF), out=keys[:m])
+        self.counts[: top + 1] += _count_pairs(keys, m, top + 1)
+
+
+def log2_counts(dist: np.ndarray, top: int, mask: np.ndarray | None = None) -> list[int]:
+    """Counts of buckets 0..top of ``dist``, whose largest value is in bucket ``top``, in a
+    few NumPy calls: for fewer than ``_PAIRS_FROM`` distances, few buckets, or distances
+    beyond float64's exact integers (``Log2Histogram`` pairs the keys of the other chunks).
+
+    - Up to ``_few_buckets`` buckets: one count per bucket edge, how many distances reach it
+      (the first edge, 1, is ``count_nonzero``, no comparison; ``mask`` is scratch).
+    - Distances below ``2**_DIRECT_TOP``: one bin each, summed per bucket (``reduceat`` at
+      the bucket edges).
+    - Below ``2**52``: a distance d >= 1 is exact in float64 with the biased exponent
+      ``1023 + floor(log2 d)``, ``1022 + k`` for bucket k, and d = 0 has the exponent field 0;
+      the exponents are int64 already, so ``np.bincount`` casts nothing.
+    - Beyond: a bisection of the powers of two.
+    """
+    m = dist.size
+    if top == 0:
+        return [m]
+    if top <= _few_buckets(m):
+        reach = [m, int(np.count_nonzero(dist))]
+        for k in range(2, top + 1):
+            reach.append(int(np.count_nonzero(np.greater_equal(dist, 1 << (k - 1), out=mask))))
+        reach.append(0)
+        return [reach[k] - reach[k + 1] for k in range(top + 1)]
+    if top > _EXACT_FLOAT["float64"][4]:
+        buckets = np.searchsorted(_POW2_U64, dist.view(np.uint64), side="right")
+        return np.bincount(buckets, minlength=top + 1).tolist()
+    if dist.dtype.kind == "u":  # wide distances, below 2**52 here: bincount takes signed ints
+        dist = dist.view(np.int64)
+    if top <= _DIRECT_TOP:
+        return np.add.reduceat(np.bincount(dist), _EDGES[: top + 1]).tolist()
+    exponent = dist.astype(np.float64).view(np.int64)  # exact: below the limit
+    np.right_shift(exponent, 52, out=exponent)
+    per_exponent = np.bincount(exponent)
+    return [int(per_exponent[0]), *per_exponent[1023 : 1023 + top].tolist()]
+
+
+def _few_buckets(m: int) -> int:
+    """Up to how many buckets above 0 one comparison pass per bucket edge is cheaper than
+    counting, for m distances. Measured (AVX2, numpy 2.4): an edge costs about 1.5 us at 1e3
+    distances and 10 us at 2**15; one bincount and reduceat about 4.5 us at 1e3, the paired
+    exponents about 55 us at 2**15."""
+    return 2 if m < _PAIRS_FROM else 5
 
 
 def _count_pairs(keys: np.ndarray, m: int, slots: int) -> np.ndarray:
