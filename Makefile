@@ -49,12 +49,10 @@ test: install example-venv
 # machine's class instead): an AVX2 CPU without AVX-512 (MKL's AVX2 branch, as on an Intel
 # AVX2 machine), and the x86-64 baseline (SSE4.2, no FMA: libm's non-FMA variants too). The
 # goldens, written under the x86-64-v3 profile, are compared within tolerance there, and the
-# messages say so. numpy 2.4 needs AVX512_ICL and AVX512_SPR named besides X86_V4.
-AVX2_CPU := NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" ATEN_CPU_CAPABILITY=avx2 \
-	ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2
-BASELINE_CPU := NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR" \
-	ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_CBWR=COMPATIBLE \
-	OPENBLAS_CORETYPE=Nehalem GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA
+# messages say so. The variables of each are defined once, in harness/numerics.py
+# (EMULATED_CPUS; `=`: read when a recipe runs, after `install`).
+AVX2_CPU = $(shell $(BIN)/python -m harness.numerics avx2)
+BASELINE_CPU = $(shell $(BIN)/python -m harness.numerics baseline)
 
 # The two CPUs run side by side (each is one process at a time: compare.py --jobs 1, then the
 # op matrix), their output kept together per CPU.

@@ -1,6 +1,9 @@
-"""One BLAS thread for every benchmark, the ``interleaved`` fixture, and the targets table
-printed at the end of the run (``benchmarks/targets.py``): every measured target with its
-value, bound and ``met`` / ``missed``. Missing a target never fails the run."""
+"""One BLAS thread for every benchmark, the ``interleaved`` fixture, the AVX2 column (each
+benchmark run again in a child as on an AVX2 CPU, ``benchmarks/columns.py``), and the targets
+table printed at the end of the run (``benchmarks/table.py``): every measured target with its
+value, bound and ``met`` / ``missed`` in both columns. Missing a target never fails the run.
+``--targets-json PATH`` writes what was measured (``benchmarks/runs.py`` reads several runs).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,12 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import json
+from pathlib import Path
+
+import columns
 import pytest
+import table
 import targets
 from interleave import Timings, run_interleaved
 from threadpoolctl import threadpool_limits
@@ -51,16 +59,38 @@ def interleaved(benchmark, request):
     return run
 
 
+def pytest_addoption(parser):
+    columns.add_options(parser)
+
+
 def pytest_sessionstart(session):
     targets.note_load("at start")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """After a benchmark that recorded targets: the same test in an AVX2 child."""
+    before = set(targets.MEASURED)
+    result = yield
+    if columns.parent_of_avx2(item.config):
+        recorded = [name for name in targets.MEASURED if name not in before]
+        columns.measure_avx2(item.nodeid, item.config, recorded)
+    return result
+
+
 @pytest.hookimpl(trylast=True)  # after pytest-benchmark's own tables
 def pytest_terminal_summary(terminalreporter):
+    config = terminalreporter.config
+    targets.note_load("at end")
+    if config.getoption("bench_column") == "avx2":
+        columns.mark_child(targets.MEASURED, columns.cpu_note())
+    path = config.getoption("targets_json")
+    if path:  # written even when empty: a child that measured nothing says so
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(targets.as_json(), indent=1) + "\n")
     if not targets.MEASURED:
         return
-    targets.note_load("at end")
     write = terminalreporter.write_line
     terminalreporter.section("performance targets (benchmarks/targets.py)")
-    for line in targets.summary_lines():
+    for line in table.summary_lines():
         write(line)
