@@ -76,13 +76,23 @@ golden: install
 # Benchmarks interleave the implementations they compare and end with the targets table
 # (benchmarks/targets.py); a missed target never fails. `make bench ARGS=benchmarks/bench_diff.py`
 # runs that file only: the folder is added only when ARGS names nothing under benchmarks.
-# --numerics native: the machine's own kernels (the rows ending ", AVX2" are timed in a child
-# process with AVX-512 off, so the table has both columns).
+# --numerics native: the machine's own kernels; each benchmark then runs again in a child as on
+# an AVX2 CPU (benchmarks/columns.py), so the table has both columns. `make bench RUNS=3` runs
+# it three times, each run's measurements in out/bench/run-N.json, and ends with the median of
+# the runs' values per target and column, and each run's load (benchmarks/runs.py).
+RUNS ?= 1
+BENCH_OUT := out/bench
+
 bench: install
-	$(PYTEST) $(if $(findstring benchmarks,$(ARGS)),,benchmarks) --benchmark-enable -p no:xdist \
-		--numerics native \
-		--benchmark-min-rounds=3 --benchmark-max-time=1.0 --benchmark-columns=min,median,max,rounds \
-		$(ARGS)
+	rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
+	for run in $$(seq $(RUNS)); do \
+		$(PYTEST) $(if $(findstring benchmarks,$(ARGS)),,benchmarks) --benchmark-enable -p no:xdist \
+			--numerics native --targets-json $(BENCH_OUT)/run-$$run.json \
+			--benchmark-min-rounds=3 --benchmark-max-time=1.0 --benchmark-columns=min,median,max,rounds \
+			$(ARGS) || exit 1; \
+	done
+	$(if $(filter 1,$(RUNS)),,$(BIN)/python benchmarks/runs.py \
+		$(foreach run,$(shell seq $(RUNS)),$(BENCH_OUT)/run-$(run).json) | tee $(BENCH_OUT)/runs.txt)
 
 ops: install
 	mkdir -p out

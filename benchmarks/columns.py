@@ -59,7 +59,9 @@ def parent_of_avx2(config: pytest.Config) -> bool:
 def still_wanted(recorded: Iterable[str]) -> list[str]:
     """The native targets among ``recorded`` whose AVX2 twin was not recorded with them."""
     recorded = list(recorded)
-    return [n for n in recorded if not n.endswith(targets.AVX2) and n + targets.AVX2 not in recorded]
+    return [
+        n for n in recorded if not n.endswith(targets.AVX2) and n + targets.AVX2 not in recorded
+    ]
 
 
 def child_command(nodeid: str, config: pytest.Config, out: Path) -> list[str]:
