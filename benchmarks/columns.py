@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -35,6 +36,18 @@ COLUMN_OPTION = "--bench-column"  # which column this process measures: native o
 JSON_OPTION = "--targets-json"
 TIMEOUT = 3600  # seconds for one child: the slowest test (every case, 4 rounds) takes minutes
 TAIL = 3000  # characters of a failed child's output quoted in the parent's failure
+CHILD_SECONDS: list[float] = []  # wall time of each child this process ran
+
+
+def cost_line(run_seconds: float) -> str:
+    """What the AVX2 column cost this run, for the end of the table ("" when no child ran)."""
+    if not CHILD_SECONDS:
+        return ""
+    total = sum(CHILD_SECONDS)
+    return (
+        f"AVX2 column: {len(CHILD_SECONDS)} child processes, {total:.0f} s of this run's"
+        f" {run_seconds:.0f} s ({total / run_seconds:.0%})."
+    )
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -95,6 +108,7 @@ def run_child(
     nodeid: str, config: pytest.Config, env: Mapping[str, str] = targets.AVX2_ENV
 ) -> dict[str, targets.Measurement]:
     """Run test ``nodeid`` in a child under ``env``; what it measured, by native name."""
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-avx2-") as tmp:
         out = Path(tmp) / "measured.json"
         proc = subprocess.run(
@@ -105,6 +119,7 @@ def run_child(
             text=True,
             timeout=TIMEOUT,
         )
+        CHILD_SECONDS.append(time.perf_counter() - started)
         if proc.returncode != 0 or not out.exists():
             output = (proc.stdout + proc.stderr)[-TAIL:]
             raise ChildFailed(f"{nodeid} as on an AVX2 CPU: exit {proc.returncode}\n{output}")

@@ -14,6 +14,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import json
+import time
 from pathlib import Path
 
 import columns
@@ -22,6 +23,8 @@ import table
 import targets
 from interleave import Timings, run_interleaved
 from threadpoolctl import threadpool_limits
+
+STARTED = pytest.StashKey[float]()  # when the session started (perf_counter)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -65,6 +68,7 @@ def pytest_addoption(parser):
 
 def pytest_sessionstart(session):
     targets.note_load("at start")
+    session.config.stash[STARTED] = time.perf_counter()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -94,3 +98,6 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.section("performance targets (benchmarks/targets.py)")
     for line in table.summary_lines():
         write(line)
+    cost = columns.cost_line(time.perf_counter() - config.stash[STARTED])
+    if cost:
+        write(cost)
