@@ -7,9 +7,11 @@ the child imports numpy or torch, which read it once. The child has the parent's
 ``--benchmark-min-rounds`` and ``--benchmark-max-time``, interleaves its sides as the parent
 does, and writes what it measured with ``--targets-json``; the parent records each target
 under its ", AVX2" name, the child's note first saying what held there (numpy's AVX-512
-kernels off, torch's CPU capability). The two columns of one target are thus measured within
-a minute of each other, in one ``make bench`` run. Memory benchmarks' fresh processes inherit
-the environment. A child that fails (an assertion, a crash) fails the parent's test.
+kernels off, torch's CPU capability). The two columns of one target are thus measured one
+right after the other, in one ``make bench`` run; each child pays a pytest start-up (a few
+seconds, the end of the table says what the column cost). Memory benchmarks' fresh processes
+and compare.py's runs inherit the environment. A child that fails (an assertion, a crash)
+fails the parent's test.
 
 A benchmark that measures its own AVX2 twin (bench_diff's speeds, issue 21) records both
 names in the parent and is not run again.
