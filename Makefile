@@ -80,6 +80,7 @@ golden: install
 # an AVX2 CPU (benchmarks/columns.py), so the table has both columns. `make bench RUNS=3` runs
 # it three times, each run's measurements in out/bench/run-N.json, and ends with the median of
 # the runs' values per target and column, and each run's load (benchmarks/runs.py).
+# `ARGS=--bench-column=native-only` leaves the AVX2 column out (about half the time).
 RUNS ?= 1
 BENCH_OUT := out/bench
 

@@ -34,7 +34,7 @@ import targets
 from harness import numerics
 
 ROOT = Path(__file__).resolve().parents[1]
-COLUMN_OPTION = "--bench-column"  # which column this process measures: native or avx2
+COLUMN_OPTION = "--bench-column"  # which column this process measures (add_options)
 JSON_OPTION = "--targets-json"
 TIMEOUT = 3600  # seconds for one child: the slowest test (every case, 4 rounds) takes minutes
 TAIL = 3000  # characters of a failed child's output quoted in the parent's failure
@@ -56,10 +56,10 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("targets", "performance targets (benchmarks/targets.py)")
     group.addoption(
         COLUMN_OPTION,
-        choices=("native", "avx2"),
+        choices=("native", "avx2", "native-only"),
         default="native",
         help="the column this process measures; native also runs each benchmark again in an"
-        " AVX2 child (benchmarks/columns.py)",
+        " AVX2 child (benchmarks/columns.py), native-only does not (half the time)",
     )
     group.addoption(JSON_OPTION, default=None, help="write what was measured to this JSON file")
 
