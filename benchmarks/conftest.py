@@ -79,7 +79,16 @@ def pytest_runtest_call(item):
     if columns.parent_of_avx2(item.config):
         recorded = [name for name in targets.MEASURED if name not in before]
         columns.measure_avx2(item.nodeid, item.config, recorded)
+    if set(targets.MEASURED) != before:  # so far: a run stopped early still leaves its rows
+        write_json(item.config, {**targets.LOAD, "so far": os.getloadavg()})
     return result
+
+
+def write_json(config, load) -> None:
+    path = config.getoption("targets_json")
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(targets.as_json(targets.MEASURED, load), indent=1) + "\n")
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-benchmark's own tables
@@ -88,10 +97,7 @@ def pytest_terminal_summary(terminalreporter):
     targets.note_load("at end")
     if config.getoption("bench_column") == "avx2":
         columns.mark_child(targets.MEASURED, columns.cpu_note())
-    path = config.getoption("targets_json")
-    if path:  # written even when empty: a child that measured nothing says so
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(targets.as_json(), indent=1) + "\n")
+    write_json(config, targets.LOAD)  # even when empty: a child that measured nothing says so
     if not targets.MEASURED:
         return
     write = terminalreporter.write_line
