@@ -106,6 +106,27 @@ class ChildFailed(AssertionError):
     """The benchmark failed (or measured nothing) in its AVX2 child."""
 
 
+# The thread variables as this process started, before conftest.py set them (set by then, or
+# not, they decide how OpenBLAS starts: numpy is loaded before conftest.py is).
+STARTED_WITH: dict[str, str | None] = {}
+
+
+def child_env(
+    now: Mapping[str, str], started_with: Mapping[str, str | None], cpu: Mapping[str, str]
+) -> dict[str, str]:
+    """The environment of a child: this process's as it started (``started_with`` restores
+    what conftest.py changed since), then the emulated CPU's variables. So the two columns
+    differ in the CPU alone: a child given OPENBLAS_NUM_THREADS=1 from its start would start
+    OpenBLAS with one thread where the parent started it with several and limited it later."""
+    env = dict(now)
+    for key, value in started_with.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return {**env, **cpu}
+
+
 def run_child(
     nodeid: str, config: pytest.Config, env: Mapping[str, str] = targets.AVX2_ENV
 ) -> dict[str, targets.Measurement]:
@@ -116,7 +137,7 @@ def run_child(
         proc = subprocess.run(
             child_command(nodeid, config, out),
             cwd=ROOT,
-            env={**os.environ, **env},
+            env=child_env(os.environ, STARTED_WITH, env),
             capture_output=True,
             text=True,
             timeout=TIMEOUT,

@@ -7,13 +7,8 @@ value, bound and ``met`` / ``missed`` in both columns. Missing a target never fa
 
 from __future__ import annotations
 
-import os
-
-# Before any benchmark module imports torch or starts a child process.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 import json
+import os
 import time
 from pathlib import Path
 
@@ -23,6 +18,14 @@ import table
 import targets
 from interleave import Timings, run_interleaved
 from threadpoolctl import threadpool_limits
+
+# Before any benchmark module imports torch or starts a child process (numpy, and OpenBLAS
+# with it, is loaded already: threadpoolctl limits it). The AVX2 children start as this
+# process started, without these (columns.child_env).
+THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+columns.STARTED_WITH.update({key: os.environ.get(key) for key in THREADS})
+for key in THREADS:
+    os.environ.setdefault(key, "1")
 
 STARTED = pytest.StashKey[float]()  # when the session started (perf_counter)
 

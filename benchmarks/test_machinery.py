@@ -282,3 +282,11 @@ def test_a_run_file_with_an_unknown_target_is_an_error():
     data = {"load": {}, "measured": {"gone": {"value": 1, "medians": {}, "rounds": 1}}}
     with pytest.raises(KeyError, match="gone"):
         targets.from_json(data)
+
+
+def test_a_child_starts_as_the_parent_started_but_for_the_cpu():
+    now = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "HOME": "/root", "MKL_CBWR": "X"}
+    started_with = {"OMP_NUM_THREADS": None, "OPENBLAS_NUM_THREADS": "4"}
+    env = columns.child_env(now, started_with, {"MKL_CBWR": "AVX2"})
+    assert env == {"OPENBLAS_NUM_THREADS": "4", "HOME": "/root", "MKL_CBWR": "AVX2"}
+    assert now["OMP_NUM_THREADS"] == "1"  # the parent's own environment is left alone
