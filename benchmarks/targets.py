@@ -75,11 +75,6 @@ def avx2_twin(target: Target) -> Target:
     )
 
 
-def native_name(name: str) -> str:
-    """The native target of a name (itself, or the name without its ", AVX2")."""
-    return name.removesuffix(AVX2)
-
-
 def _native_and_avx2(*native: Target) -> Iterator[Target]:
     """Each target, then its AVX2 twin."""
     for target in native:
