@@ -49,12 +49,10 @@ test: install example-venv
 # machine's class instead): an AVX2 CPU without AVX-512 (MKL's AVX2 branch, as on an Intel
 # AVX2 machine), and the x86-64 baseline (SSE4.2, no FMA: libm's non-FMA variants too). The
 # goldens, written under the x86-64-v3 profile, are compared within tolerance there, and the
-# messages say so. numpy 2.4 needs AVX512_ICL and AVX512_SPR named besides X86_V4.
-AVX2_CPU := NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" ATEN_CPU_CAPABILITY=avx2 \
-	ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2
-BASELINE_CPU := NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR" \
-	ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_CBWR=COMPATIBLE \
-	OPENBLAS_CORETYPE=Nehalem GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA
+# messages say so. The variables of each are defined once, in harness/numerics.py
+# (EMULATED_CPUS; `=`: read when a recipe runs, after `install`).
+AVX2_CPU = $(shell $(BIN)/python -m harness.numerics avx2)
+BASELINE_CPU = $(shell $(BIN)/python -m harness.numerics baseline)
 
 # The two CPUs run side by side (each is one process at a time: compare.py --jobs 1, then the
 # op matrix), their output kept together per CPU.
@@ -78,13 +76,24 @@ golden: install
 # Benchmarks interleave the implementations they compare and end with the targets table
 # (benchmarks/targets.py); a missed target never fails. `make bench ARGS=benchmarks/bench_diff.py`
 # runs that file only: the folder is added only when ARGS names nothing under benchmarks.
-# --numerics native: the machine's own kernels (the rows ending ", AVX2" are timed in a child
-# process with AVX-512 off, so the table has both columns).
+# --numerics native: the machine's own kernels; each benchmark then runs again in a child as on
+# an AVX2 CPU (benchmarks/columns.py), so the table has both columns. `make bench RUNS=3` runs
+# it three times, each run's measurements in out/bench/run-N.json, and ends with the median of
+# the runs' values per target and column, and each run's load (benchmarks/runs.py).
+# `ARGS=--bench-column=native-only` leaves the AVX2 column out (about half the time).
+RUNS ?= 1
+BENCH_OUT := out/bench
+
 bench: install
-	$(PYTEST) $(if $(findstring benchmarks,$(ARGS)),,benchmarks) --benchmark-enable -p no:xdist \
-		--numerics native \
-		--benchmark-min-rounds=3 --benchmark-max-time=1.0 --benchmark-columns=min,median,max,rounds \
-		$(ARGS)
+	rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
+	for run in $$(seq $(RUNS)); do \
+		$(PYTEST) $(if $(findstring benchmarks,$(ARGS)),,benchmarks) --benchmark-enable -p no:xdist \
+			--numerics native --targets-json $(BENCH_OUT)/run-$$run.json \
+			--benchmark-min-rounds=3 --benchmark-max-time=1.0 --benchmark-columns=min,median,max,rounds \
+			$(ARGS) || exit 1; \
+	done
+	$(if $(filter 1,$(RUNS)),,$(BIN)/python benchmarks/runs.py \
+		$(foreach run,$(shell seq $(RUNS)),$(BENCH_OUT)/run-$(run).json) | tee $(BENCH_OUT)/runs.txt)
 
 ops: install
 	mkdir -p out

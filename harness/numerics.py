@@ -46,6 +46,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -102,6 +103,18 @@ X86_64_V2 = Profile(
 )
 
 PROFILES = {p.name: p for p in (X86_64_V3, X86_64_V2)}
+
+# The CPUs emulated on this one, as a CPU of each class runs natively: `make emulated-cpus`
+# compares every case under both, and `make bench` times every target under "avx2" too (its
+# column "AVX2"). The Makefile reads them from `python -m harness.numerics NAME`. An AVX2 CPU
+# runs the profile's kernels but MKL's AVX2 branch, as Intel's AVX2 CPUs do under AUTO (the
+# portable profile pins the vendor-neutral COMPATIBLE branch for the bits, not for speed);
+# the baseline CPU is the x86-64-v2 profile itself.
+EMULATED_CPUS: dict[str, Mapping[str, str]] = {
+    "avx2": {**X86_64_V3.env, "MKL_CBWR": "AVX2"},
+    "baseline": X86_64_V2.env,
+}
+AVX512 = ("X86_V4", "AVX512_ICL", "AVX512_SPR")  # numpy's AVX-512 targets, all off in "avx2"
 # Every variable some profile sets: what the record reports, and what `native` clears when a
 # parent process's profile left them behind.
 VARIABLES = tuple(dict.fromkeys(k for p in PROFILES.values() for k in p.env))
@@ -292,3 +305,14 @@ def _cpu_model() -> str:
         return platform.machine() or "unknown"
     vendor = info.get("vendor_id", platform.machine())
     return f"{vendor} family {info.get('cpu family', '?')} model {info.get('model', '?')}"
+
+
+def shell_assignments(env: Mapping[str, str]) -> str:
+    """``K=V`` words for ``env`` on a shell command line, each value quoted."""
+    return " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items())
+
+
+if __name__ == "__main__":  # `python -m harness.numerics avx2`: the Makefile's emulated CPUs
+    if len(sys.argv) != 2 or sys.argv[1] not in EMULATED_CPUS:
+        sys.exit(f"usage: python -m harness.numerics {'|'.join(EMULATED_CPUS)}")
+    print(shell_assignments(EMULATED_CPUS[sys.argv[1]]))

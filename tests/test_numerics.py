@@ -8,6 +8,7 @@ profile of its session in force (the plugin put it there at start-up).
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -176,3 +177,36 @@ print(json.dumps(entry.profile.name if entry.profile else "native"))
             text=True, check=True,
         )  # fmt: skip
         assert json.loads(done.stdout) == expected
+
+
+def test_the_makefile_gets_the_emulated_cpus_as_shell_words():
+    """`python -m harness.numerics NAME` prints what the Makefile passes to `env`: a shell
+    reads it back as the same variables (the quoted numpy list among them)."""
+    for name, env in numerics.EMULATED_CPUS.items():
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.numerics", name],
+            capture_output=True, text=True, cwd=ROOT, check=True,
+        )  # fmt: skip
+        words = shlex.split(done.stdout)
+        assert dict(w.split("=", 1) for w in words) == dict(env), name
+    unknown = subprocess.run(
+        [sys.executable, "-m", "harness.numerics", "avx512"], capture_output=True, text=True
+    )
+    assert unknown.returncode == 1 and "avx2|baseline" in unknown.stderr
+
+
+def test_the_emulated_avx2_cpu_runs_avx2_code_everywhere():
+    """An AVX2 CPU: numpy's AVX-512 targets off and torch at AVX2 in a fresh process (what a
+    child sees when the variables are set before it starts), MKL on its AVX2 branch."""
+    avx2 = numerics.EMULATED_CPUS["avx2"]
+    assert avx2["MKL_CBWR"] == "AVX2" and avx2["ONEDNN_MAX_CPU_ISA"] == "AVX2"
+    assert numerics.EMULATED_CPUS["baseline"] == numerics.X86_64_V2.env
+    code = (
+        "import json, torch; from numpy._core._multiarray_umath import __cpu_features__ as f; "
+        "print(json.dumps({'on': [t for t in f if f[t]], "
+        "'torch': str(torch.backends.cpu.get_cpu_capability())}))"
+    )
+    found = child(code, dict(avx2))
+    assert not set(numerics.AVX512) & set(found["on"]), found
+    if "avx2" in numerics.cpu_flags():
+        assert found["torch"] == "AVX2"
