@@ -89,28 +89,29 @@ def _rounded(x32: np.ndarray, dtype) -> np.ndarray:
     return narrow(x32, dtype).astype(FLOAT32)
 
 
-def softmax(x, /, dim: int):
-    """burn's five-op softmax composite, each op rounded to `x`'s dtype (autodiff device)."""
+def _shifted_exp_sum(name: str, x, dim: int):
+    """The ops softmax and log_softmax share, each rounded to `x`'s dtype: the dim, `x - max`,
+    its exp and their sum (float32 values of half numbers)."""
     dtype = x.dtype
-    d = nn._softmax_dim("softmax", x, dim)
+    d = nn._softmax_dim(name, x, dim)
     x32 = x.astype(FLOAT32)
     shifted = _rounded(x32 - np.maximum.reduce(x32, axis=d, keepdims=True), dtype)
     e = _rounded(np.exp(shifted), dtype)
-    s = _rounded(_fold_sum(e, d), dtype)
-    out = narrow(e / s, dtype)
-    return out, nn.Softmaxed(e.astype(dtype), s.astype(dtype), d)
+    return d, shifted, e, _rounded(_fold_sum(e, d), dtype)
+
+
+def softmax(x, /, dim: int):
+    """burn's five-op softmax composite, each op rounded to `x`'s dtype (autodiff device)."""
+    d, _, e, s = _shifted_exp_sum("softmax", x, dim)
+    out = narrow(e / s, x.dtype)
+    return out, nn.Softmaxed(e.astype(x.dtype), s.astype(x.dtype), d)
 
 
 def log_softmax(x, /, dim: int):
     """burn's log_softmax composite, each op rounded to `x`'s dtype."""
-    dtype = x.dtype
-    d = nn._softmax_dim("log_softmax", x, dim)
-    x32 = x.astype(FLOAT32)
-    shifted = _rounded(x32 - np.maximum.reduce(x32, axis=d, keepdims=True), dtype)
-    e = _rounded(np.exp(shifted), dtype)
-    s = _rounded(_fold_sum(e, d), dtype)
-    out = narrow(shifted - _rounded(np.log(s), dtype), dtype)
-    return out, nn.Softmaxed(e.astype(dtype), s.astype(dtype), d)
+    d, shifted, e, s = _shifted_exp_sum("log_softmax", x, dim)
+    out = narrow(shifted - _rounded(np.log(s), x.dtype), x.dtype)
+    return out, nn.Softmaxed(e.astype(x.dtype), s.astype(x.dtype), d)
 
 
 def softmax_rule(s, g, tracked):
