@@ -229,7 +229,7 @@ def in_force() -> dict:
         "mkl_cbwr": os.environ.get("MKL_CBWR", "AUTO"),
         "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL"),
         "libm": _libm(),
-        "cpu_vendor": _cpuinfo().get("vendor_id", platform.machine() or "unknown"),
+        "cpu_vendor": _cpu_vendor(),
     }
     if not holds:
         record["cpu"] = _cpu_model()
@@ -303,8 +303,13 @@ def _cpu_model() -> str:
     info = _cpuinfo()
     if not info:
         return platform.machine() or "unknown"
-    vendor = info.get("vendor_id", platform.machine())
-    return f"{vendor} family {info.get('cpu family', '?')} model {info.get('model', '?')}"
+    return f"{_cpu_vendor()} family {info.get('cpu family', '?')} model {info.get('model', '?')}"
+
+
+def _cpu_vendor() -> str:
+    """The CPU's vendor (``AuthenticAMD``, ``GenuineIntel``), or the machine where Linux names
+    none: MKL chooses its code by it under any ``MKL_CBWR`` branch."""
+    return _cpuinfo().get("vendor_id") or platform.machine() or "unknown"
 
 
 def shell_assignments(env: Mapping[str, str]) -> str:

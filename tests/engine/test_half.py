@@ -335,19 +335,27 @@ def _r(v, dtype):
     return np.asarray(v, np.float32).astype(dtype).astype(np.float32)
 
 
+def _composite_run(method: str, rows: int, cols: int, seed: int, dtype):
+    """The engine's gradient of `sum(method(x, 1) * c)` on half inputs, and the reference's
+    float32 values of the gradient c, the rounded exp(x - max) and its in-order f32 sum."""
+    x = once(rng_values(rows * cols, seed).reshape(rows, cols), dtype)
+    c = once(rng_values(rows * cols, seed + 1, scale=1.0).reshape(rows, cols), dtype)
+    t = Tensor.from_numpy(x, AD).require_grad()
+    out = getattr(t, method)(1)
+    grad = t.grad((out * Tensor.from_numpy(c, AD)).sum().backward()).numpy()
+    x32, g = x.astype(np.float32), c.astype(np.float32)
+    e = _r(np.exp(_r(x32 - x32.max(axis=1, keepdims=True), dtype)), dtype)
+    s = np.zeros((rows, 1), np.float32)
+    for k in range(cols):
+        s[:, 0] += e[:, k]
+    return grad, g, e, s
+
+
 @pytest.mark.parametrize("dtype", HALVES, ids=str)
 def test_softmax_gradient_is_burns_composite_backward_op_by_op(dtype):
     # burn-autodiff on the composite exp(x - max) / sum: div's grad * recip(s) and
     # grad * (-e / s^2) summed back, added, then exp's grad * output; each op rounded.
-    x = once(rng_values(6 * 7, 21).reshape(6, 7), dtype)
-    c = once(rng_values(6 * 7, 22, scale=1.0).reshape(6, 7), dtype)
-    t = Tensor.from_numpy(x, AD).require_grad()
-    grad = t.grad((t.softmax(1) * Tensor.from_numpy(c, AD)).sum().backward()).numpy()
-    x32, g = x.astype(np.float32), c.astype(np.float32)
-    e = _r(np.exp(_r(x32 - x32.max(axis=1, keepdims=True), dtype)), dtype)
-    s = np.zeros((6, 1), np.float32)
-    for k in range(7):
-        s[:, 0] += e[:, k]
+    grad, g, e, s = _composite_run("softmax", 6, 7, 21, dtype)
     s = _r(s, dtype)
     direct = _r(g * _r(1 / s, dtype), dtype)
     prod = _r(g * _r(-e / _r(s * s, dtype), dtype), dtype)
@@ -360,16 +368,9 @@ def test_softmax_gradient_is_burns_composite_backward_op_by_op(dtype):
 
 @pytest.mark.parametrize("dtype", HALVES, ids=str)
 def test_log_softmax_gradient_is_burns_composite_backward_op_by_op(dtype):
-    x = once(rng_values(5 * 8, 23).reshape(5, 8), dtype)
-    c = once(rng_values(5 * 8, 24, scale=1.0).reshape(5, 8), dtype)
-    t = Tensor.from_numpy(x, AD).require_grad()
-    grad = t.grad((t.log_softmax(1) * Tensor.from_numpy(c, AD)).sum().backward()).numpy()
-    x32, g = x.astype(np.float32), c.astype(np.float32)
-    e = _r(np.exp(_r(x32 - x32.max(axis=1, keepdims=True), dtype)), dtype)
-    s = np.zeros((5, 1), np.float32)
+    grad, g, e, s = _composite_run("log_softmax", 5, 8, 23, dtype)
     neg = np.zeros((5, 1), np.float32)
     for k in range(8):
-        s[:, 0] += e[:, k]
         neg[:, 0] -= g[:, k]
     g_sum = _r(_r(neg, dtype) * _r(1 / _r(s, dtype), dtype), dtype)
     want = once(g + _r(g_sum * e, dtype), dtype)

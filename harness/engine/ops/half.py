@@ -110,12 +110,6 @@ def burn_round(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return kept.astype(dtype)
 
 
-def round_half(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float32 `x` rounded once to the half `dtype`: flex's `f16::from_f32` (correct
-    nearest-even from float32, as NumPy's and ml_dtypes' float32 casts)."""
-    return x.astype(dtype)
-
-
 def widen(x):
     """A half array as float32 (exact); anything else unchanged."""
     if x.__class__ is np.ndarray and x.dtype.itemsize == 2:
