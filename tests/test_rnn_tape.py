@@ -1,0 +1,198 @@
+"""The recurrent loops on step tapes (harness.engine.nn.rnn.fused) against the op-by-op loops
+(`op_by_op()`): the same bits for outputs, final states, input and param gradients, in float32
+and float64, over the configurations and graph shapes that change the tape's placement; and
+each fallback to op by op taken when its condition changes."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+from harness.engine import Device, LstmConfig, Tensor
+from harness.engine.module import Param
+from harness.engine.nn.rnn import fused
+from harness.engine.nn.rnn.fused import op_by_op
+
+AUTODIFF = Device.flex().autodiff()
+PLAIN = Device.flex()
+B, S, D_IN, H = 3, 5, 4, 6
+
+
+def _module(config, dtype: str, device=AUTODIFF):
+    """`config.init(device)` with its params cast exactly to `dtype` (fresh marked leaves)."""
+    module = config.init(device)
+    if dtype == "float32":
+        return module
+    return module.map(
+        lambda p: Param.from_tensor(Tensor._wrap(p.val()._data.astype(dtype), device))
+    )
+
+
+def _data(dtype: str, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((B, S, D_IN)).astype(np.float32).astype(dtype)
+
+
+def _lstm_loss(out, state):
+    """Every output used, the final cell state twice (three consumers with the tape's own)."""
+    cell, hidden = state.cell, state.hidden
+    return out.sum() + cell.sum().mul_scalar(2.0) + cell.mul(cell).sum() + hidden.mul(hidden).sum()
+
+
+def _run(module, x_np, loss_fn, device=AUTODIFF, call=None, tape: bool = True):
+    """(values, gradients) of one forward + backward, on tapes or op by op."""
+    with contextlib.nullcontext() if tape else op_by_op():
+        x = Tensor.from_numpy(x_np, device)
+        if device is AUTODIFF:
+            x = x.require_grad()
+        result = module(x) if call is None else call(module, x)
+        values = _values(result)
+        if device is not AUTODIFF:
+            return values, {}
+        grads = loss_fn(*result if isinstance(result, tuple) else (result,)).backward()
+    found = {"x": x.grad(grads)}
+    found |= {path: p.val().grad(grads) for path, p in module.params()}
+    return values, {k: None if g is None else g.numpy() for k, g in found.items()}
+
+
+def _values(result) -> list[np.ndarray]:
+    if isinstance(result, Tensor):
+        return [result.numpy()]
+    out, state = result
+    return [out.numpy(), *(t.numpy() for t in vars(state).values())]
+
+
+def assert_same_bits(module, x_np, loss_fn, **kw):
+    values, grads = _run(module, x_np, loss_fn, tape=True, **kw)
+    ref_values, ref_grads = _run(module, x_np, loss_fn, tape=False, **kw)
+    assert len(values) == len(ref_values)
+    for got, ref in zip(values, ref_values, strict=True):
+        assert got.dtype == ref.dtype and got.tobytes() == ref.tobytes()
+    assert grads.keys() == ref_grads.keys()
+    for key, ref in ref_grads.items():
+        got = grads[key]
+        assert (got is None) == (ref is None), key
+        if ref is not None:
+            assert got.dtype == ref.dtype and got.tobytes() == ref.tobytes(), key
+
+
+LSTM_CONFIGS = {
+    "bias": LstmConfig(D_IN, H, True),
+    "no_bias": LstmConfig(D_IN, H, False),
+    "reverse": LstmConfig(D_IN, H, True, reverse=True),
+    "seq_first": LstmConfig(D_IN, H, True, batch_first=False),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(LSTM_CONFIGS))
+def test_lstm_tape_same_bits(name, dtype):
+    assert_same_bits(_module(LSTM_CONFIGS[name], dtype), _data(dtype), _lstm_loss)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lstm_tape_same_bits_output_only_and_cell_only(dtype):
+    lstm = _module(LSTM_CONFIGS["bias"], dtype)
+    assert_same_bits(lstm, _data(dtype), lambda out, state: out.sum())
+    assert_same_bits(lstm, _data(dtype), lambda out, state: state.cell.sum())
+
+
+def test_lstm_tape_same_bits_deep_input_and_tracked_state():
+    """An input deep in a graph (its Linears deeper than the first hidden ones) and a given
+    tracked initial state (the cell's other consumers: the first step runs op by op)."""
+    lstm = _module(LSTM_CONFIGS["bias"], "float32")
+    rng = np.random.default_rng(3)
+    c0 = Tensor.from_numpy(rng.standard_normal((B, H)).astype(np.float32), AUTODIFF)
+    h0 = Tensor.from_numpy(rng.standard_normal((B, H)).astype(np.float32), AUTODIFF)
+    state = {}
+
+    def call(module, x):
+        deep = x
+        for _ in range(12):
+            deep = deep.mul_scalar(1.0001).add_scalar(0.0)
+        c, h = c0.require_grad(), h0.require_grad()
+        state["c"], state["h"] = c, h
+        return module(deep, fused_state(c.mul_scalar(1.5), h.tanh()))
+
+    def loss(out, st):
+        return _lstm_loss(out, st) + state["c"].sum() + state["c"].mul(state["c"]).sum()
+
+    assert_same_bits(lstm, _data("float32"), loss, call=call)
+
+
+def fused_state(cell, hidden):
+    from harness.engine import LstmState
+
+    return LstmState.new(cell, hidden)
+
+
+def test_lstm_tape_same_values_on_the_plain_device():
+    lstm = _module(LSTM_CONFIGS["bias"], "float64", PLAIN)
+    assert_same_bits(lstm, _data("float64"), None, device=PLAIN)
+
+
+def test_lstm_tape_errors_are_the_op_by_op_ones():
+    lstm = _module(LSTM_CONFIGS["bias"], "float32")
+    bad = Tensor.from_numpy(_data("float64"), AUTODIFF)
+    with pytest.raises(Exception) as tape_error:
+        lstm(bad)
+    with op_by_op(), pytest.raises(Exception) as ref_error:
+        lstm(bad)
+    assert type(tape_error.value) is type(ref_error.value)
+    assert str(tape_error.value) == str(ref_error.value)
+
+
+# ---- the fallbacks: each condition changed, the loop runs op by op ----------------------------
+
+
+def _count_tape_steps(monkeypatch):
+    calls = []
+    original = fused._fused_step
+
+    def counted(*args):
+        done = original(*args)
+        calls.append(done)
+        return done
+
+    monkeypatch.setattr(fused, "_fused_step", counted)
+    return calls
+
+
+def test_lstm_tape_runs_every_step_after_the_first(monkeypatch):
+    calls = _count_tape_steps(monkeypatch)
+    lstm = _module(LSTM_CONFIGS["bias"], "float32")
+    _run(lstm, _data("float32"), _lstm_loss)
+    # the first step from the zero state: its hidden Linears are not deeper than the input's
+    assert calls == [False] + [True] * (S - 1)
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["clip", "input_forget", "gate_activation", "frozen_param", "shared_param", "dtype"],
+)
+def test_lstm_tape_falls_back_when_a_condition_changes(monkeypatch, change):
+    from harness.engine import ActivationConfig
+
+    config = LSTM_CONFIGS["bias"]
+    if change == "clip":
+        config = LstmConfig(D_IN, H, True, clip=0.5)
+    elif change == "input_forget":
+        config = LstmConfig(D_IN, H, True, input_forget=True)
+    elif change == "gate_activation":
+        config = LstmConfig(D_IN, H, True, gate_activation=ActivationConfig.Relu)
+    lstm = _module(config, "float32")
+    if change == "frozen_param":  # a param not tracked: the requires-grad set changed
+        gate = lstm.forget_gate.hidden_transform
+        gate.bias = Param(gate.bias.id, gate.bias.val().set_require_grad(False))
+    elif change == "shared_param":
+        lstm.cell_gate.hidden_transform.weight = lstm.input_gate.hidden_transform.weight
+    calls = _count_tape_steps(monkeypatch)
+    x_np = _data("float64" if change == "dtype" else "float32")
+    if change == "dtype":
+        with pytest.raises(TypeError):
+            _run(lstm, x_np, _lstm_loss)
+    else:
+        assert_same_bits(lstm, x_np, _lstm_loss)
+    assert calls == []
