@@ -1,11 +1,11 @@
 """The sequence modules' speed against PyTorch eager (issue 15), interleaved in one process:
 one Adam training step of a 2-layer transformer encoder (batch 16, sequence 32, d_model 32,
 4 heads, d_ff 64, relu, dropout 0, a Linear head, cross-entropy over every position), and an
-LSTM forward + backward over 32 time steps (batch 16, 32 -> 64).
+LSTM and a GRU forward + backward over 32 time steps (batch 16, 32 -> 64).
 
 Run: ``make bench ARGS=benchmarks/bench_sequence.py``. Both sides start from the same PyTorch
-weights (imported through the PyTorch rules); after the timed rounds the LSTM input gradients
-must agree and the two transformers must have taken the same number of steps.
+weights (imported through the PyTorch rules); after the timed rounds the LSTM and GRU input
+gradients must agree and the two transformers must have taken the same number of steps.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from harness.engine import (
     CrossEntropyLossConfig,
     Device,
     GradientsParams,
+    GruConfig,
     LinearConfig,
     LstmConfig,
     Module,
@@ -113,26 +114,41 @@ def test_transformer_step(interleaved):
     interleaved("transformer step / torch", sides, max_rounds=200)
 
 
-def test_lstm_forward_backward(interleaved):
-    mlp.pin_threads()
-    torch.manual_seed(42)
-    ref = torch.nn.LSTM(LSTM_IN, LSTM_H, batch_first=True)
+def _recurrent_sides(torch_module, engine_module) -> tuple[dict, dict]:
+    """Engine and torch forward + backward of the whole output's sum, from the same weights and
+    input; the second dict receives each side's input gradient."""
     device = Device.flex().autodiff()
-    lstm = _load(LstmConfig(LSTM_IN, LSTM_H, True).init(device), ref)
+    module = _load(engine_module(device), torch_module)
     x_np = np.random.default_rng(43).standard_normal((B, S, LSTM_IN)).astype(np.float32)
-    grads = {}
+    grads: dict = {}
 
     def engine():
         x = Tensor.from_numpy(x_np, device).require_grad()
-        out, _ = lstm(x)
+        out = module(x)
+        out = out[0] if isinstance(out, tuple) else out
         grads["engine"] = x.grad(out.sum().backward()).numpy()
 
     def torch_side():
         x = torch.tensor(x_np, requires_grad=True)
-        ref(x)[0].sum().backward()
+        torch_module(x)[0].sum().backward()
         grads["torch"] = x.grad.numpy()
 
-    interleaved(
-        "lstm 32 steps fwd+bwd / torch", {"engine": engine, "torch": torch_side}, max_rounds=200
-    )
+    return {"engine": engine, "torch": torch_side}, grads
+
+
+def test_lstm_forward_backward(interleaved):
+    mlp.pin_threads()
+    torch.manual_seed(42)
+    ref = torch.nn.LSTM(LSTM_IN, LSTM_H, batch_first=True)
+    sides, grads = _recurrent_sides(ref, LstmConfig(LSTM_IN, LSTM_H, True).init)
+    interleaved("lstm 32 steps fwd+bwd / torch", sides, max_rounds=200)
+    np.testing.assert_allclose(grads["engine"], grads["torch"], rtol=1e-4, atol=1e-5)
+
+
+def test_gru_forward_backward(interleaved):
+    mlp.pin_threads()
+    torch.manual_seed(44)
+    ref = torch.nn.GRU(LSTM_IN, LSTM_H, batch_first=True)
+    sides, grads = _recurrent_sides(ref, GruConfig(LSTM_IN, LSTM_H, True).init)
+    interleaved("gru 32 steps fwd+bwd / torch", sides, max_rounds=200)
     np.testing.assert_allclose(grads["engine"], grads["torch"], rtol=1e-4, atol=1e-5)

@@ -157,6 +157,15 @@ TARGETS: tuple[Target, ...] = (
         source="issue 15",
     ),
     Target(
+        "gru 32 steps fwd+bwd / torch",
+        "GRU forward + backward over 32 time steps, batch 16, d_input 32, d_hidden 64, "
+        "float32, 1 thread",
+        "engine",
+        "torch",
+        2.0,
+        source="issue 26",
+    ),
+    Target(
         "cnn step b64 / torch",
         "one SGD training step (forward, backward, update), LeNet-style CNN (2 convs, 2 max "
         "pools, a Linear), batch 64 on 1x28x28, float32, 1 thread",

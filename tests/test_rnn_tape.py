@@ -10,7 +10,7 @@ import contextlib
 import numpy as np
 import pytest
 
-from harness.engine import Device, LstmConfig, Tensor
+from harness.engine import Device, GruConfig, LstmConfig, Tensor
 from harness.engine.module import Param
 from harness.engine.nn.rnn import fused
 from harness.engine.nn.rnn.fused import op_by_op
@@ -195,4 +195,76 @@ def test_lstm_tape_falls_back_when_a_condition_changes(monkeypatch, change):
             _run(lstm, x_np, _lstm_loss)
     else:
         assert_same_bits(lstm, x_np, _lstm_loss)
+    assert calls == []
+
+
+# ---- GRU --------------------------------------------------------------------------------------
+
+GRU_CONFIGS = {"bias": GruConfig(D_IN, H, True), "no_bias": GruConfig(D_IN, H, False)}
+
+
+def _gru_loss(out):
+    return out.sum() + out.mul(out).sum()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(GRU_CONFIGS))
+def test_gru_tape_same_bits(name, dtype):
+    assert_same_bits(_module(GRU_CONFIGS[name], dtype), _data(dtype), _gru_loss)
+
+
+def test_gru_tape_same_bits_deep_input_and_tracked_state():
+    gru = _module(GRU_CONFIGS["bias"], "float32")
+    h0 = Tensor.from_numpy(np.random.default_rng(4).standard_normal((B, H)), AUTODIFF)
+    leaf = {}
+
+    def call(module, x):
+        deep = x
+        for _ in range(12):
+            deep = deep.mul_scalar(1.0001)
+        leaf["h"] = h0.cast("float32").require_grad()
+        return module(deep, leaf["h"].tanh())
+
+    def loss(out):
+        return _gru_loss(out) + leaf["h"].sum() + leaf["h"].mul(leaf["h"]).sum()
+
+    assert_same_bits(gru, _data("float32"), loss, call=call)
+
+
+def test_gru_tape_same_values_on_the_plain_device():
+    gru = _module(GRU_CONFIGS["bias"], "float64", PLAIN)
+    assert_same_bits(gru, _data("float64"), None, device=PLAIN)
+
+
+def test_gru_tape_runs_every_step_after_the_first(monkeypatch):
+    from harness.engine.nn.rnn import fused_gru
+
+    calls = []
+    original = fused_gru._fused_step
+
+    def counted(*args):
+        new = original(*args)
+        calls.append(new is not None)
+        return new
+
+    monkeypatch.setattr(fused_gru, "_fused_step", counted)
+    _run(_module(GRU_CONFIGS["bias"], "float32"), _data("float32"), _gru_loss)
+    assert calls == [False] + [True] * (S - 1)
+
+
+@pytest.mark.parametrize("change", ["reset_before", "clip", "frozen_param"])
+def test_gru_tape_falls_back_when_a_condition_changes(monkeypatch, change):
+    from harness.engine.nn.rnn import fused_gru
+
+    config = {
+        "reset_before": GruConfig(D_IN, H, True, reset_after=False),
+        "clip": GruConfig(D_IN, H, True, clip=0.5),
+    }.get(change, GRU_CONFIGS["bias"])
+    gru = _module(config, "float32")
+    if change == "frozen_param":
+        gate = gru.new_gate.input_transform
+        gate.weight = Param(gate.weight.id, gate.weight.val().set_require_grad(False))
+    calls = []
+    monkeypatch.setattr(fused_gru, "_fused_step", lambda *a: calls.append(a))
+    assert_same_bits(gru, _data("float32"), _gru_loss)
     assert calls == []

@@ -46,9 +46,9 @@ from ..activation import Activation, ActivationConfig
 from . import lstm_kernels as kernels
 from .tape import StatePair, cell_part, graph_node, hidden_part
 
-__all__ = ["lstm_iter", "op_by_op"]
+__all__ = ["AUTODIFF", "deeper", "gate_params", "lstm_iter", "op_by_op", "order_of", "tracked"]
 
-_AUTODIFF = Device.flex().autodiff()
+AUTODIFF = Device.flex().autodiff()
 _LINEAR_FORWARD = vars(Linear)["forward"]
 _ACTIVATION_FORWARD = vars(Activation)["forward"]
 
@@ -67,6 +67,11 @@ def op_by_op():
         _OP_BY_OP.pop()
 
 
+def op_by_op_now() -> bool:
+    """True inside `op_by_op()`."""
+    return bool(_OP_BY_OP)
+
+
 def lstm_iter(lstm, x: Tensor, steps, state):
     """`Lstm.forward_iter` on step tapes: `(output, (cell, hidden))`, or None when the loop
     must run op by op (see the module docstring)."""
@@ -79,7 +84,7 @@ def lstm_iter(lstm, x: Tensor, steps, state):
         cell, hidden = zeros, zeros
     else:
         cell, hidden = state.cell, state.hidden
-    carry = _Carry(cell, hidden, inside=_order(cell._node) is None)
+    carry = _Carry(cell, hidden, inside=order_of(cell._node) is None)
     outputs: list[Tensor | None] = [None] * x.shape[1]
     for t in steps:
         x_t = x.slice([None, (t, t + 1)]).squeeze_dim(1)
@@ -89,7 +94,7 @@ def lstm_iter(lstm, x: Tensor, steps, state):
     return Tensor.cat(outputs, 1), (carry.cell_tensor(), carry.hidden)
 
 
-def _order(node):
+def order_of(node):
     """A node's op-by-op order, None when untracked (or on the plain device)."""
     return None if node is None or node.requirement is NONE else node.order
 
@@ -107,13 +112,13 @@ class _Carry:
 
     def set(self, cell: Tensor, hidden: Tensor) -> None:
         self.cell, self.hidden, self.pair = cell, hidden, None
-        self.c, self.c_order = cell._data, _order(cell._node)
+        self.c, self.c_order = cell._data, order_of(cell._node)
         self.inside = True
 
     def cell_tensor(self) -> Tensor:
         if self.cell is None:
             node = graph_node((self.pair,), self.c_order, cell_part, None)
-            self.cell = Tensor(self.c, _AUTODIFF, node)
+            self.cell = Tensor(self.c, AUTODIFF, node)
         return self.cell
 
 
@@ -123,10 +128,12 @@ class _Side:
     (None without biases), the param nodes in parent order, and per gate the deepest param's
     order (the Linear's op-by-op order is one more than the max of it and its input's)."""
 
-    __slots__ = ("bias", "depths", "nodes", "weights")
+    __slots__ = ("bias", "biases", "depths", "nodes", "tensors", "weights")
 
     def __init__(self, pairs, plain: bool) -> None:
+        self.tensors = [w for w, _ in pairs]
         self.weights = [w._data for w, _ in pairs]
+        self.biases = [b for _, b in pairs]
         biased = pairs[0][1] is not None
         self.bias = np.stack([b._data for _, b in pairs])[:, None, :] if biased else None
         tensors = [t for pair in pairs for t in (pair if biased else pair[:1])]
@@ -158,10 +165,10 @@ def _lstm_params(lstm, x: Tensor, state):
     gates = (lstm.input_gate, lstm.forget_gate, lstm.output_gate, lstm.cell_gate)
     linears = [(g.input_transform, g.hidden_transform) for g in gates]
     states = () if state is None else (state.cell, state.hidden)
-    return _gate_params(linears, x, lstm.d_hidden, states)
+    return gate_params(linears, x, lstm.d_hidden, states)
 
 
-def _gate_params(linears, x: Tensor, d_hidden: int, states):
+def gate_params(linears, x: Tensor, d_hidden: int, states):
     """The weights of `linears` (per gate `(input Linear, hidden Linear)`) when the tape can
     run them on `x` `[batch, seq, d_input]` from the `states` `[batch, d_hidden]`, else None."""
     if vars(Linear)["forward"] is not _LINEAR_FORWARD:
@@ -213,9 +220,9 @@ def _fused_step(carry: _Carry, x_t: Tensor, p: _LstmParams) -> bool:
         step = kernels.lstm_forward(proj, carry.c, hidden._data, p.hidden.weights, p.hidden.bias)
         carry.set(Tensor._plain(step.cell), Tensor._plain(step.hidden))
         return True
-    x_order, h_order, c_order = _order(x_t._node), _order(hidden._node), carry.c_order
-    lx = {_deeper(x_order, d) + 1 for d in p.input.depths}
-    lh = {_deeper(h_order, d) + 1 for d in p.hidden.depths}
+    x_order, h_order, c_order = order_of(x_t._node), order_of(hidden._node), carry.c_order
+    lx = {deeper(x_order, d) + 1 for d in p.input.depths}
+    lh = {deeper(h_order, d) + 1 for d in p.hidden.depths}
     if len(lx) != 1 or len(lh) != 1 or not (carry.inside or c_order is None):
         return False
     (lx,), (lh,) = lx, lh
@@ -225,31 +232,29 @@ def _fused_step(carry: _Carry, x_t: Tensor, p: _LstmParams) -> bool:
     step = kernels.lstm_forward(proj, carry.c, hidden._data, p.hidden.weights, p.hidden.bias)
     # Op-by-op orders: the sums lh + 1, the gates lh + 2, then f * c, i * g, their sum.
     gates = lh + 2
-    cell_order = max(_deeper(c_order, gates) + 1, gates + 1) + 1
+    cell_order = max(deeper(c_order, gates) + 1, gates + 1) + 1
     saved = kernels.Projection(
         x_t._data, p.input.weights, p.input.bias is not None, x_order is not None
     )
-    proj_node = graph_node((_tracked(x_t._node), *p.input.nodes), lx, _projection_rule, saved)
+    proj_node = graph_node((tracked(x_t._node), *p.input.nodes), lx, _projection_rule, saved)
     pair = carry.pair
-    state = (
-        (pair, pair) if pair is not None else (_tracked(carry.cell._node), _tracked(hidden._node))
-    )
+    state = (pair, pair) if pair is not None else (tracked(carry.cell._node), tracked(hidden._node))
     step.pair = pair is not None
     step.tracked = (c_order is not None, h_order is not None)
     node = graph_node((proj_node, *state, *p.hidden.nodes), lh, _lstm_rule, step)
     hidden_node = graph_node((node,), cell_order + 2, hidden_part, None)
     carry.pair, carry.cell = node, None
     carry.c, carry.c_order = step.cell, cell_order
-    carry.hidden = Tensor(step.hidden, _AUTODIFF, hidden_node)
+    carry.hidden = Tensor(step.hidden, AUTODIFF, hidden_node)
     carry.inside = True
     return True
 
 
-def _deeper(order, other: int) -> int:
+def deeper(order, other: int) -> int:
     return other if order is None or order < other else order
 
 
-def _tracked(node):
+def tracked(node):
     return None if node is None or node.requirement is NONE else node
 
 

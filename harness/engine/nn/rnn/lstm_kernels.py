@@ -54,10 +54,10 @@ def project_backward(s: Projection, gates: list) -> tuple:
     return (gx, *params)
 
 
-def linear_grads(x, weights, biased: bool, gates: list, x_tracked: bool):
+def linear_grads(x, weights, biased: bool, gates: list, x_tracked: bool, gx=None):
     """Each gate's `linear` rule on gradient `gates[k]` (None: the gate got none): the summed
-    gradient of `x` (None when untracked) and the params' gradients in gate order."""
-    gx = None
+    gradient of `x` (None when untracked), after `gx` when given (a contribution the walk
+    adds first), and the params' gradients in gate order."""
     params: list = [None] * (len(weights) * (2 if biased else 1))
     xt = x.swapaxes(-1, -2)
     for k in range(len(weights) - 1, -1, -1):  # the walk: the last gate's Linear first
