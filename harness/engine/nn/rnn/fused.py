@@ -1,33 +1,34 @@
-"""The LSTM time loop on recorded step tapes (harness.engine.nn.rnn.tape): the same values,
-gradients and errors as the op-by-op `Lstm.step`, with 4 graph nodes per step instead of ~24.
+"""The LSTM time loop on fused step kernels (harness.engine.nn.rnn.lstm_kernels): the same
+values, gradients and errors as the op-by-op `Lstm.step`, with 6 graph nodes per step instead
+of ~24 (harness.engine.nn.rnn.step_nodes says why the placement below keeps every sum).
 
 Per time step the op-by-op step builds the four input Linears `x_t W_k + b_k` (op-by-op order
 `o(x_t) + 1`), the four hidden Linears `h W_k + b_k` (order `o(h) + 1`) and ~13 gate ops. Here
 the step keeps the slice/squeeze of `x_t` and the output's unsqueeze as they are, and builds:
 
-- a projection node (order `o(x_t) + 1`, the input Linears' order) running the four input
-  Linears on a tape: its contributions to `x_t` (four, summed in walk order: x_t has no other
-  consumer), to each `W_k` and `b_k` (one each) are the op-by-op ones at the op-by-op place;
-- a step node (order `o(h) + 1`, the hidden Linears' order) running every other op, whose value
-  is the pair (cell, hidden): its contributions to `h` (four, then the walk adds the previous
-  output's unsqueeze after it, as op-by-op), to `U_k` and `c_k` (one each) are at the op-by-op
-  place; to the previous cell (two contributions in all: this step's `f * c` and the previous
-  step's `tanh(c)`) the place does not matter;
-- a node reading the hidden state out of the pair (the hidden state's op-by-op order), and at
-  the end one reading the cell state: both are what the caller sees, with op-by-op orders.
+- a projection node (the input Linears' order) for the four input Linears: its contributions
+  to `x_t` (four, summed in walk order: x_t has no other consumer), to each `W_k` and `b_k`
+  (one each) are the op-by-op ones at the op-by-op place;
+- a step node (the hidden Linears' order) for every other op, whose value is the pair (cell,
+  hidden): its contributions to `h` (four, summed in walk order; the walk adds the previous
+  output's unsqueeze after them, as op by op), to `U_k` and `c_k` (one each) are at the
+  op-by-op place; the previous cell gets two contributions in all (this step's `f * c`, the
+  previous step's `tanh(c)`), so there the place does not matter;
+- a node reading the hidden state out of the pair at its op-by-op order, and at the end one
+  reading the cell state: both are what the caller sees.
 
-Each step falls back to the op-by-op `Lstm.step` when that placement would not be the op-by-op
-one (the gate Linears of different orders; the hidden Linears not deeper than the input ones,
-as in a first step from a zero state; a tracked initial cell state from outside, whose other
-consumers could sort between), and the whole loop does (`lstm_iter` returns None) for anything
-but the default gates (sigmoid/tanh, no clip, no coupled forget gate), consistent float shapes
-and dtypes, all params tracked and distinct, and unwrapped `Linear`/`Activation` forwards (the
-localiser's capture must see the op-by-op module calls).
+A step runs op by op when that placement would not be the op-by-op one: the gates' Linears of
+different orders, the hidden Linears not deeper than the input ones (the first step from a
+zero state), or a tracked initial cell state from outside (its other consumers could sort
+between). The whole loop does (`lstm_iter` returns None) unless: the default gates (sigmoid,
+tanh, no clip, no coupled forget gate), consistent float shapes and dtypes, every param
+tracked and distinct, and unwrapped `Linear` / `Activation` forwards (the localiser's capture
+must see the op-by-op module calls); inside `op_by_op()` it always does.
 
-Difference from op-by-op (and burn): a second `backward()` from another root of the same graph
-stops at the whole step a first pass consumed, where op-by-op it stops at the gate ops (two
-roots sharing a step, harness.engine.autodiff.backward); a fresh forward per backward, the
-ordinary training step, is unaffected.
+Difference from op by op (and burn): a second `backward()` from another root of the same graph
+stops at the whole step a first pass consumed, where op by op it stops at the gate ops (two
+roots sharing a step, harness.engine.autodiff.backward); one backward per forward, the
+training step, is unaffected.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from harness.engine.tensor import Tensor
 
 from ..activation import Activation, ActivationConfig
 from . import lstm_kernels as kernels
-from .tape import StatePair, cell_part, graph_node, hidden_part
+from .step_nodes import StatePair, cell_part, graph_node, hidden_part
 
 __all__ = ["AUTODIFF", "deeper", "gate_params", "lstm_iter", "op_by_op", "order_of", "tracked"]
 

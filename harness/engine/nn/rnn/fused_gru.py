@@ -1,7 +1,7 @@
 """The GRU time loop on fused step kernels (harness.engine.nn.rnn.gru_kernels): the same
 values, gradients and errors as the op-by-op `Gru.step`, with 11 graph nodes per step instead
 of ~33, placed as harness.engine.nn.rnn.fused places the LSTM's (see its docstring and
-harness.engine.nn.rnn.tape for why the placement keeps every sum in the op-by-op order).
+harness.engine.nn.rnn.step_nodes for why the placement keeps every sum in the op-by-op order).
 
 Per step the op-by-op step builds the three input matmuls (order `o(x_t) + 1`), the six bias
 unsqueezes (each bias's order plus one), the three hidden matmuls (order `o(h) + 1`) and ~21
@@ -26,7 +26,7 @@ from ..activation import Activation, ActivationConfig
 from . import fused
 from .gru_kernels import gru_backward, gru_forward
 from .lstm_kernels import Projection, project, project_backward
-from .tape import graph_node
+from .step_nodes import graph_node
 
 __all__ = ["gru_iter"]
 
