@@ -284,3 +284,25 @@ def test_lstm_tape_second_root_stops_at_the_consumed_steps():
             found[mode] = weight.grad(out.sum().backward())
     assert found["tape"] is None
     assert found["op_by_op"] is not None and np.abs(found["op_by_op"].numpy()).sum() > 0
+
+
+def test_a_replaced_rule_or_a_wrapped_forward_runs_op_by_op(monkeypatch):
+    """harness.opmatrix.inject's replaced rule must reach the LSTM's sigmoids, and the
+    localiser's wrapped module forwards must see the op-by-op Linear calls."""
+    from harness.engine.module.layers import Linear
+    from harness.opmatrix.inject import flipped_rule
+
+    lstm = _module(LSTM_CONFIGS["bias"], "float32")
+    calls = _count_tape_steps(monkeypatch)
+    with flipped_rule("sigmoid"):
+        assert_same_bits(lstm, _data("float32"), _lstm_loss)
+    seen = []
+    original = Linear.forward
+
+    def wrapped(self, x):
+        seen.append(self)
+        return original(self, x)
+
+    monkeypatch.setattr(Linear, "forward", wrapped)
+    assert_same_bits(lstm, _data("float32"), _lstm_loss)
+    assert calls == [] and len(seen) == 2 * 8 * S  # both runs, 8 Linears per step

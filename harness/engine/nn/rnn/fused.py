@@ -22,8 +22,9 @@ different orders, the hidden Linears not deeper than the input ones (the first s
 zero state), or a tracked initial cell state from outside (its other consumers could sort
 between). The whole loop does (`lstm_iter` returns None) unless: the default gates (sigmoid,
 tanh, no clip, no coupled forget gate), consistent float shapes and dtypes, every param
-tracked and distinct, and unwrapped `Linear` / `Activation` forwards (the localiser's capture
-must see the op-by-op module calls); inside `op_by_op()` it always does.
+tracked and distinct, unwrapped `Linear` / `Activation` forwards (the localiser's capture
+must see the op-by-op module calls) and the primitives' own rules (a rule replaced by
+harness.opmatrix.inject must take effect); inside `op_by_op()` it always does.
 
 Difference from op by op (and burn): a second `backward()` from another root of the same graph
 stops at the whole step a first pass consumed, where op by op it stops at the gate ops (two
@@ -41,6 +42,11 @@ from harness.engine.autodiff import NONE
 from harness.engine.device import Device
 from harness.engine.module.layers import Linear
 from harness.engine.ops.arrays import FLOAT_DTYPES
+from harness.engine.ops.elementwise import ADD, ADD_SCALAR, MUL
+from harness.engine.ops.linalg import LINEAR, MATMUL
+from harness.engine.ops.nn import SIGMOID, TANH
+from harness.engine.ops.shape import RESHAPE
+from harness.engine.ops.unary import NEG
 from harness.engine.tensor import Tensor
 
 from ..activation import Activation, ActivationConfig
@@ -52,6 +58,10 @@ __all__ = ["AUTODIFF", "deeper", "gate_params", "lstm_iter", "op_by_op", "order_
 AUTODIFF = Device.flex().autodiff()
 _LINEAR_FORWARD = vars(Linear)["forward"]
 _ACTIVATION_FORWARD = vars(Activation)["forward"]
+# The primitives whose rules the kernels spell out: a rule replaced since (harness.opmatrix.
+# inject) no longer matches them, so the loops then run op by op.
+_SPELLED_OUT = (LINEAR, MATMUL, ADD, MUL, SIGMOID, TANH, NEG, ADD_SCALAR, RESHAPE)
+_RULES = tuple(op.backward for op in _SPELLED_OUT)
 
 
 _OP_BY_OP: list[bool] = []
@@ -175,6 +185,8 @@ def gate_params(linears, x: Tensor, d_hidden: int, states):
     if vars(Linear)["forward"] is not _LINEAR_FORWARD:
         return None
     if vars(Activation)["forward"] is not _ACTIVATION_FORWARD:
+        return None
+    if any(op.backward is not rule for op, rule in zip(_SPELLED_OUT, _RULES, strict=True)):
         return None
     dtype = x._data.dtype
     if x.ndim != 3 or 0 in x.shape or dtype not in FLOAT_DTYPES:
