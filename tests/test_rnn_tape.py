@@ -61,7 +61,8 @@ def _values(result) -> list[np.ndarray]:
     if isinstance(result, Tensor):
         return [result.numpy()]
     out, state = result
-    return [out.numpy(), *(t.numpy() for t in vars(state).values())]
+    states = [state] if isinstance(state, Tensor) else vars(state).values()
+    return [out.numpy(), *(t.numpy() for t in states)]
 
 
 def assert_same_bits(module, x_np, loss_fn, **kw):
@@ -306,3 +307,27 @@ def test_a_replaced_rule_or_a_wrapped_forward_runs_op_by_op(monkeypatch):
     monkeypatch.setattr(Linear, "forward", wrapped)
     assert_same_bits(lstm, _data("float32"), _lstm_loss)
     assert calls == [] and len(seen) == 2 * 8 * S  # both runs, 8 Linears per step
+
+
+@pytest.mark.parametrize("kind", ["bilstm", "bigru"])
+def test_bidirectional_tape_same_bits(kind):
+    from harness.engine import BiGruConfig, BiLstmConfig
+
+    config = (BiLstmConfig if kind == "bilstm" else BiGruConfig)(D_IN, H, True)
+    module = _module(config, "float64")
+
+    def loss(out, state):
+        return out.sum() + state.cell.sum() if kind == "bilstm" else out.sum() + state.sum()
+
+    assert_same_bits(module, _data("float64"), loss)
+
+
+@pytest.mark.parametrize("shape", [(1, 4, 1), (2, 3, 1), (1, 1, 4)])
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_tape_same_bits_with_dims_of_one(kind, shape):
+    """Batch, features or hidden size 1: the matmuls take NumPy's gemv paths, as op by op."""
+    batch, d_in, hidden = shape
+    config = (LstmConfig if kind == "lstm" else GruConfig)(d_in, hidden, True)
+    x_np = np.random.default_rng(5).standard_normal((batch, S, d_in)).astype(np.float32)
+    loss = _lstm_loss if kind == "lstm" else _gru_loss
+    assert_same_bits(_module(config, "float32"), x_np, loss)
