@@ -69,7 +69,7 @@ _OP_BY_OP: list[bool] = []
 
 @contextlib.contextmanager
 def op_by_op():
-    """Run every recurrent loop op by op while the block runs: the reference the tapes are
+    """Run every recurrent loop op by op while the block runs: the reference the fused loops are
     tested and benchmarked against."""
     _OP_BY_OP.append(True)
     try:
@@ -84,7 +84,7 @@ def op_by_op_now() -> bool:
 
 
 def lstm_iter(lstm, x: Tensor, steps, state):
-    """`Lstm.forward_iter` on step tapes: `(output, (cell, hidden))`, or None when the loop
+    """`Lstm.forward_iter` on the fused kernels: `(output, (cell, hidden))`, or None when the loop
     must run op by op (see the module docstring)."""
     params = None if _OP_BY_OP else _lstm_params(lstm, x, state)
     if params is None:
@@ -112,7 +112,7 @@ def order_of(node):
 
 class _Carry:
     """The state between steps: arrays, op-by-op orders, and either tensors (after an
-    op-by-op step) or the step node of the pair (after a tape step; the cell tensor is built
+    op-by-op step) or the step node of the pair (after a fused step; the cell tensor is built
     only when something reads it)."""
 
     __slots__ = ("c", "c_order", "cell", "hidden", "inside", "pair")
@@ -180,8 +180,9 @@ def _lstm_params(lstm, x: Tensor, state):
 
 
 def gate_params(linears, x: Tensor, d_hidden: int, states):
-    """The weights of `linears` (per gate `(input Linear, hidden Linear)`) when the tape can
-    run them on `x` `[batch, seq, d_input]` from the `states` `[batch, d_hidden]`, else None."""
+    """The weights of `linears` (per gate `(input Linear, hidden Linear)`) when the fused
+    kernels can run them on `x` `[batch, seq, d_input]` from the `states` `[batch, d_hidden]`,
+    else None."""
     if vars(Linear)["forward"] is not _LINEAR_FORWARD:
         return None
     if vars(Activation)["forward"] is not _ACTIVATION_FORWARD:

@@ -7,7 +7,7 @@ BLAS call on the same operands (`blas_matmul_into` writes it into the gate's row
 `[gates, batch, hidden]` buffer), and every other op is an elementwise ufunc (`+`, `*`, `1 - s`,
 `tanh`, flex's sigmoid) computed once on the stacked gates instead of once per gate: an
 elementwise ufunc gives each element the same result whatever the array around it (NumPy's
-SIMD loops treat a tail with the same vector code; tests/test_rnn_tape.py holds it on this
+SIMD loops treat a tail with the same vector code; tests/test_rnn_fused.py holds it on this
 project's NumPy with its X86_V3 and, under NPY_DISABLE_CPU_FEATURES=X86_V3, X86_V2 loops). The
 backward spells out the primitives' rules in the op-by-op walk's order (linear's, add's, the
 sigmoid's `(g * s) * (1 - s)`, tanh's `g * (1 - t * t)`, mul's `g * other`); where the walk

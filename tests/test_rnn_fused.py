@@ -1,7 +1,7 @@
-"""The recurrent loops on step tapes (harness.engine.nn.rnn.fused) against the op-by-op loops
-(`op_by_op()`): the same bits for outputs, final states, input and param gradients, in float32
-and float64, over the configurations and graph shapes that change the tape's placement; and
-each fallback to op by op taken when its condition changes."""
+"""The LSTM and GRU loops on fused step kernels (harness.engine.nn.rnn.fused, fused_gru)
+against the op-by-op loops (`op_by_op()`): the same bits for outputs, final states, input and
+param gradients, in float32 and float64, over the configurations and graph shapes that change
+the fused nodes' placement; and each fallback to op by op taken when its condition changes."""
 
 from __future__ import annotations
 
