@@ -77,8 +77,9 @@ def gru_backward(s: GruStep, g: np.ndarray):
     hidden_parts = [sums[0], sums[1], g_hidden_new]
     g_h, params = linear_grads(s.h_prev, s.weights, False, hidden_parts, s.h_tracked, g_h)
     biases = []
-    if s.biased:
+    if s.biased:  # the `[1, hidden]` biases' add rule: unbroadcast over the batch
         shape = (1, update.shape[-1])
+        inputs = np.add.reduce(sums, axis=1, keepdims=True)  # the three at once: the same bits
         for k in range(3):
-            biases += [unbroadcast(sums[k], shape), unbroadcast(hidden_parts[k], shape)]
-    return [sums[0], sums[1], sums[2]], g_h, params, biases
+            biases += [inputs[k], unbroadcast(hidden_parts[k], shape)]
+    return sums, g_h, params, biases

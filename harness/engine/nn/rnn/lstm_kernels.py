@@ -56,11 +56,14 @@ def project_backward(s: Projection, gates: list) -> tuple:
     return (gx, *params)
 
 
-def linear_grads(x, weights, biased: bool, gates: list, x_tracked: bool, gx=None):
-    """Each gate's `linear` rule on gradient `gates[k]` (None: the gate got none): the summed
-    gradient of `x` (None when untracked), after `gx` when given (a contribution the walk
-    adds first), and the params' gradients in gate order."""
+def linear_grads(x, weights, biased: bool, gates, x_tracked: bool, gx=None):
+    """Each gate's `linear` rule on gradient `gates[k]`: the summed gradient of `x` (None when
+    untracked), after `gx` when given (a contribution the walk adds first), and the params'
+    gradients in gate order. `gates` is a list (None: the gate got no gradient) or, when every
+    gate got one, the stacked `[gates, batch, d_out]` array, whose bias gradients come from one
+    reduction over the batch (each gate's sum in the same order: the same bits)."""
     params: list = [None] * (len(weights) * (2 if biased else 1))
+    stacked = gates if gates.__class__ is np.ndarray else None
     xt = x.swapaxes(-1, -2)
     for k in range(len(weights) - 1, -1, -1):  # the walk: the last gate's Linear first
         g = gates[k]
@@ -71,9 +74,12 @@ def linear_grads(x, weights, biased: bool, gates: list, x_tracked: bool, gx=None
             gx = part if gx is None else gx + part
         if biased:
             params[2 * k] = blas_matmul(xt, g)
-            params[2 * k + 1] = np.add.reduce(g, axis=0)  # unbroadcast over the batch
+            if stacked is None:
+                params[2 * k + 1] = np.add.reduce(g, axis=0)  # unbroadcast over the batch
         else:
             params[k] = blas_matmul(xt, g)
+    if biased and stacked is not None:
+        params[1::2] = list(np.add.reduce(stacked, axis=1))
     return gx, params
 
 
@@ -127,6 +133,6 @@ def lstm_backward(s: LstmStep, g_cell, g_hidden):
     sums = np.empty((4, *gates.shape[1:]), gates.dtype)
     np.multiply(g_gates * gates, 1 - gates, out=sums[:3])
     np.multiply(g_candidate, 1 - s.candidate * s.candidate, out=sums[3])
-    parts = [sums[0], sums[1], None if g_hidden is None else sums[2], sums[3]]
+    parts = sums if g_hidden is not None else [sums[0], sums[1], None, sums[3]]
     g_h_prev, params = linear_grads(s.h_prev, s.weights, s.biased, parts, s.tracked[1])
     return parts, g_c_prev, g_h_prev, params
