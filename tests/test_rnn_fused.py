@@ -41,8 +41,9 @@ def _lstm_loss(out, state):
     return out.sum() + cell.sum().mul_scalar(2.0) + cell.mul(cell).sum() + hidden.mul(hidden).sum()
 
 
-def _run(module, x_np, loss_fn, device=AUTODIFF, call=None, tape: bool = True):
-    """(values, gradients) of one forward + backward, on tapes or op by op."""
+def _run(module, x_np, loss_fn, device=AUTODIFF, call=None, tape: bool = True, leaves=None):
+    """(values, gradients) of one forward + backward, on tapes or op by op; `leaves` (a dict
+    the call fills) names more leaves whose gradients are compared."""
     with contextlib.nullcontext() if tape else op_by_op():
         x = Tensor.from_numpy(x_np, device)
         if device is AUTODIFF:
@@ -54,6 +55,7 @@ def _run(module, x_np, loss_fn, device=AUTODIFF, call=None, tape: bool = True):
         grads = loss_fn(*result if isinstance(result, tuple) else (result,)).backward()
     found = {"x": x.grad(grads)}
     found |= {path: p.val().grad(grads) for path, p in module.params()}
+    found |= {name: t.grad(grads) for name, t in (leaves or {}).items()}
     return values, {k: None if g is None else g.numpy() for k, g in found.items()}
 
 
@@ -120,7 +122,7 @@ def test_lstm_tape_same_bits_deep_input_and_tracked_state():
     def loss(out, st):
         return _lstm_loss(out, st) + state["c"].sum() + state["c"].mul(state["c"]).sum()
 
-    assert_same_bits(lstm, _data("float32"), loss, call=call)
+    assert_same_bits(lstm, _data("float32"), loss, call=call, leaves=state)
 
 
 def fused_state(cell, hidden):
@@ -229,7 +231,7 @@ def test_gru_tape_same_bits_deep_input_and_tracked_state():
     def loss(out):
         return _gru_loss(out) + leaf["h"].sum() + leaf["h"].mul(leaf["h"]).sum()
 
-    assert_same_bits(gru, _data("float32"), loss, call=call)
+    assert_same_bits(gru, _data("float32"), loss, call=call, leaves=leaf)
 
 
 def test_gru_tape_same_values_on_the_plain_device():
@@ -331,3 +333,44 @@ def test_tape_same_bits_with_dims_of_one(kind, shape):
     x_np = np.random.default_rng(5).standard_normal((batch, S, d_in)).astype(np.float32)
     loss = _lstm_loss if kind == "lstm" else _gru_loss
     assert_same_bits(_module(config, "float32"), x_np, loss)
+
+
+def test_lstm_tape_same_bits_tracked_hidden_state_used_after():
+    """A tracked initial hidden state (untracked cell) that the loss also uses: its other
+    consumers sort before the first step's hidden Linears, so that step runs op by op."""
+    lstm = _module(LSTM_CONFIGS["bias"], "float64")
+    rng = np.random.default_rng(6)
+    zeros = Tensor.zeros([B, H], AUTODIFF, "float64")
+    h0 = Tensor.from_numpy(rng.standard_normal((B, H)), AUTODIFF)
+    leaf = {}
+
+    def call(module, x):
+        leaves["h0"] = h0.require_grad()
+        leaf["h"] = leaves["h0"].tanh().tanh().tanh()  # deeper than the input Linears
+        return module(x, fused_state(zeros, leaf["h"]))
+
+    def loss(out, state):
+        h = leaf["h"]
+        return _lstm_loss(out, state) + h.mul_scalar(3.0).sum() + h.exp().sum() + h.sum()
+
+    leaves = {}
+    assert_same_bits(lstm, _data("float64"), loss, call=call, leaves=leaves)
+
+
+def test_gru_tape_same_bits_deep_tracked_state_used_after():
+    """A tracked initial hidden state deeper than the input matmuls, which the loss also
+    uses: the first step runs op by op (its state is from outside), the others fused."""
+    gru = _module(GRU_CONFIGS["bias"], "float64")
+    h0 = Tensor.from_numpy(np.random.default_rng(7).standard_normal((B, H)), AUTODIFF)
+    leaves, deep = {}, {}
+
+    def call(module, x):
+        leaves["h0"] = h0.require_grad()
+        deep["h"] = leaves["h0"].tanh().tanh().tanh().tanh()
+        return module(x, deep["h"])
+
+    def loss(out):
+        h = deep["h"]
+        return _gru_loss(out) + h.mul_scalar(3.0).sum() + h.exp().sum() + h.sum()
+
+    assert_same_bits(gru, _data("float64"), loss, call=call, leaves=leaves)

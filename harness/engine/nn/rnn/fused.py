@@ -19,10 +19,11 @@ the step keeps the slice/squeeze of `x_t` and the output's unsqueeze as they are
 
 A step runs op by op when that placement would not be the op-by-op one: the gates' Linears of
 different orders, the hidden Linears not deeper than the input ones (the first step from a
-zero state), or a tracked initial cell state from outside (its other consumers could sort
-between). The whole loop does (`lstm_iter` returns None) unless: the default gates (sigmoid,
-tanh, no clip, no coupled forget gate), consistent float shapes and dtypes, every param
-tracked and distinct, unwrapped `Linear` / `Activation` forwards (the localiser's capture
+zero state), or a tracked initial state from outside: its other consumers can sort before
+the hidden Linears, and a sum the walk starts with them must not get the Linears' pre-sum.
+The whole loop does (`lstm_iter` returns None) unless: the default gates (sigmoid, tanh, no
+clip, no coupled forget gate), consistent float shapes and dtypes, every param tracked and
+distinct, unwrapped `Linear` / `Activation` forwards (the localiser's capture
 must see the op-by-op module calls) and the primitives' own rules (a rule replaced by
 harness.opmatrix.inject must take effect); inside `op_by_op()` it always does.
 
@@ -95,7 +96,8 @@ def lstm_iter(lstm, x: Tensor, steps, state):
         cell, hidden = zeros, zeros
     else:
         cell, hidden = state.cell, state.hidden
-    carry = _Carry(cell, hidden, inside=order_of(cell._node) is None)
+    outside = order_of(cell._node) is not None or order_of(hidden._node) is not None
+    carry = _Carry(cell, hidden, inside=not outside)
     outputs: list[Tensor | None] = [None] * x.shape[1]
     for t in steps:
         x_t = x.slice([None, (t, t + 1)]).squeeze_dim(1)
@@ -119,7 +121,7 @@ class _Carry:
 
     def __init__(self, cell: Tensor, hidden: Tensor, inside: bool) -> None:
         self.set(cell, hidden)
-        self.inside = inside  # the cell state comes from this loop (or is untracked)
+        self.inside = inside  # the state comes from this loop (or is untracked)
 
     def set(self, cell: Tensor, hidden: Tensor) -> None:
         self.cell, self.hidden, self.pair = cell, hidden, None
@@ -237,7 +239,7 @@ def _fused_step(carry: _Carry, x_t: Tensor, p: _LstmParams) -> bool:
     x_order, h_order, c_order = order_of(x_t._node), order_of(hidden._node), carry.c_order
     lx = {deeper(x_order, d) + 1 for d in p.input.depths}
     lh = {deeper(h_order, d) + 1 for d in p.hidden.depths}
-    if len(lx) != 1 or len(lh) != 1 or not (carry.inside or c_order is None):
+    if len(lx) != 1 or len(lh) != 1 or not carry.inside:
         return False
     (lx,), (lh,) = lx, lh
     if lh <= lx:

@@ -12,11 +12,13 @@ Why the gradients are the same bits. The op-by-op walk runs steps by descending 
 three or more contributions depends on where each contributor sorts. A fused node stands for
 a group of op-by-op nodes; what it contributes to a node outside the group is the sum of the
 group's contributions in the walk's order, added at the fused node's place in the walk. That is
-the op-by-op sum when every group node contributing to that outer node has the same op-by-op
-order and the fused node takes that order (its id lies among the group's ids, so no outer node
-sorts between), or when the outer node gets at most two contributions in all (float addition
-commutes). Nodes a caller can see (the states, the output) keep their op-by-op orders, so
-every node outside the module sorts as it would op by op. The callers check the first
+the op-by-op sum when the group's contributions come first in the walk for that outer node
+(a pre-sum added after another contribution would be associated differently), every group
+node contributing to it has the same op-by-op order and the fused node takes that order (its
+id lies among the group's ids, so no outer node sorts between); or when the outer node gets
+at most two contributions in all (float addition commutes). Nodes a caller can see (the
+states, the output) keep their op-by-op orders, so every node outside the module sorts as it
+would op by op. The callers check the first
 condition where it is not structural and state the second where they rely on it.
 
 A step with two outputs (an LSTM's cell and hidden state) is one node whose gradient is a
