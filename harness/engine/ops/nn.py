@@ -100,11 +100,12 @@ TANH = differentiable(
 def _flex_sigmoid(x: Array) -> Array:
     """flex's `sigmoid_f32` / `sigmoid_f64`: `1 / (1 + exp(-x))` for x >= 0, else
     `exp(x) / (1 + exp(x))`, so no overflow for large |x| (`sigmoid`'s forward and
-    `log_sigmoid`'s gradient)."""
+    `log_sigmoid`'s gradient). `exp(-|x|)` is at most 1, so it never overflows (no errstate
+    needed), and `1 + e` is computed once: the same bits, two NumPy calls fewer."""
     one = x.dtype.type(1)
-    with np.errstate(over="ignore"):
-        e = np.exp(-np.abs(x))
-    return np.where(x >= 0, one / (one + e), e / (one + e))
+    e = np.exp(-np.abs(x))
+    d = one + e
+    return np.where(x >= 0, one / d, e / d)
 
 
 def sigmoid(x: Array, /) -> tuple[Array, SavedOutput]:
