@@ -273,22 +273,6 @@ def test_gru_tape_falls_back_when_a_condition_changes(monkeypatch, change):
     assert calls == []
 
 
-def test_lstm_tape_second_root_stops_at_the_consumed_steps():
-    """The documented difference (harness.engine.nn.rnn.fused): after a backward from the
-    final cell state, a backward from the output stops at the fused steps the first consumed;
-    op by op it still reaches the last step's output gate (not an ancestor of the cell)."""
-    lstm = _module(LSTM_CONFIGS["bias"], "float32")
-    weight = lstm.output_gate.input_transform.weight.val()
-    found = {}
-    for mode, context in (("tape", contextlib.nullcontext()), ("op_by_op", op_by_op())):
-        with context:
-            out, state = lstm(Tensor.from_numpy(_data("float32"), AUTODIFF))
-            state.cell.sum().backward()
-            found[mode] = weight.grad(out.sum().backward())
-    assert found["tape"] is None
-    assert found["op_by_op"] is not None and np.abs(found["op_by_op"].numpy()).sum() > 0
-
-
 def test_a_replaced_rule_or_a_wrapped_forward_runs_op_by_op(monkeypatch):
     """harness.opmatrix.inject's replaced rule must reach the LSTM's sigmoids, and the
     localiser's wrapped module forwards must see the op-by-op Linear calls."""

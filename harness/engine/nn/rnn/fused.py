@@ -1,6 +1,7 @@
 """The LSTM time loop on fused step kernels (harness.engine.nn.rnn.lstm_kernels): the same
-values, gradients and errors as the op-by-op `Lstm.step`, with 6 graph nodes per step instead
-of ~24 (harness.engine.nn.rnn.step_nodes says why the placement below keeps every sum).
+values, gradients, errors and consumed steps as the op-by-op `Lstm.step`, with 6 graph nodes
+per step instead of ~24 (harness.engine.nn.rnn.step_nodes says why the placement below keeps
+every sum).
 
 Per time step the op-by-op step builds the four input Linears `x_t W_k + b_k` (op-by-op order
 `o(x_t) + 1`), the four hidden Linears `h W_k + b_k` (order `o(h) + 1`) and ~13 gate ops. Here
@@ -14,8 +15,27 @@ the step keeps the slice/squeeze of `x_t` and the output's unsqueeze as they are
   output's unsqueeze after them, as op by op), to `U_k` and `c_k` (one each) are at the
   op-by-op place; the previous cell gets two contributions in all (this step's `f * c`, the
   previous step's `tanh(c)`), so there the place does not matter;
-- a node reading the hidden state out of the pair at its op-by-op order, and at the end one
-  reading the cell state: both are what the caller sees.
+- a node reading the hidden state out of the pair at its op-by-op order.
+
+What a backward consumes (harness.engine.autodiff.backward: a second pass stops at the steps
+a first one ran) is what op by op consumes, for every root a caller can hold: the output (or
+any part of it), the final cell and hidden states, anything built on them. Op by op, a root
+past a step before the last is past its hidden state (the step's cell leads only to it and to
+the next step's cell, which the next gates, readers of the hidden state, lead to as well), so
+it reaches all of the step's ops: one node for them consumes the same. The last
+step's output gate ops (its two Linears, the sum, the sigmoid, `tanh(c)`, `o * tanh(c)`) are
+not ancestors of the final cell state, so the last step also gets:
+
+- the final cell state's node (the cell read out of the pair, at its op-by-op order), the
+  parent of the final hidden state's, so a pass from the hidden state or the output consumes
+  it (a later pass from the cell itself raises, as op by op);
+- the final hidden state's node and two output-gate nodes at the two Linears' orders (right
+  after the step node and the projection node: no node from outside sorts between), parents
+  of the output gate's params. While the cell state's node has its step, the hidden state's
+  passes its gradient through it to the step node, which runs the output gate with the rest
+  (the other two get none: their places are those of the step and projection nodes). After a
+  pass from the cell consumed the step, it runs only the output gate's ops, as op by op: the
+  params' gradients from the two gate nodes, nothing to the consumed step.
 
 A step runs op by op when that placement would not be the op-by-op one: the gates' Linears of
 different orders, the hidden Linears not deeper than the input ones (the first step from a
@@ -26,11 +46,6 @@ clip, no coupled forget gate), consistent float shapes and dtypes, every param t
 distinct, unwrapped `Linear` / `Activation` forwards (the localiser's capture
 must see the op-by-op module calls) and the primitives' own rules (a rule replaced by
 harness.opmatrix.inject must take effect); inside `op_by_op()` it always does.
-
-Difference from op by op (and burn): a second `backward()` from another root of the same graph
-stops at the whole step a first pass consumed, where op by op it stops at the gate ops (two
-roots sharing a step, harness.engine.autodiff.backward); one backward per forward, the
-training step, is unaffected.
 """
 
 from __future__ import annotations
@@ -52,7 +67,7 @@ from harness.engine.tensor import Tensor
 
 from ..activation import Activation, ActivationConfig
 from . import lstm_kernels as kernels
-from .step_nodes import StatePair, cell_part, graph_node, hidden_part
+from .step_nodes import StatePair, cell_state, graph_node, hidden_part
 
 __all__ = ["AUTODIFF", "deeper", "gate_params", "lstm_iter", "op_by_op", "order_of", "tracked"]
 
@@ -63,6 +78,7 @@ _ACTIVATION_FORWARD = vars(Activation)["forward"]
 # inject) no longer matches them, so the loops then run op by op.
 _SPELLED_OUT = (LINEAR, MATMUL, ADD, MUL, SIGMOID, TANH, NEG, ADD_SCALAR, RESHAPE)
 _RULES = tuple(op.backward for op in _SPELLED_OUT)
+_OUTPUT = 2  # the output gate's place in burn's gate order (input, forget, output, cell)
 
 
 _OP_BY_OP: list[bool] = []
@@ -99,9 +115,11 @@ def lstm_iter(lstm, x: Tensor, steps, state):
     outside = order_of(cell._node) is not None or order_of(hidden._node) is not None
     carry = _Carry(cell, hidden, inside=not outside)
     outputs: list[Tensor | None] = [None] * x.shape[1]
-    for t in steps:
+    steps = list(steps)
+    last = len(steps) - 1
+    for n, t in enumerate(steps):
         x_t = x.slice([None, (t, t + 1)]).squeeze_dim(1)
-        if not _fused_step(carry, x_t, params):
+        if not _fused_step(carry, x_t, params, n == last):
             carry.set(*lstm.step(x_t, carry.cell_tensor(), carry.hidden))
         outputs[t] = carry.hidden.unsqueeze_dim(1)
     return Tensor.cat(outputs, 1), (carry.cell_tensor(), carry.hidden)
@@ -130,7 +148,7 @@ class _Carry:
 
     def cell_tensor(self) -> Tensor:
         if self.cell is None:
-            node = graph_node((self.pair,), self.c_order, cell_part, None)
+            node = graph_node((self.pair,), self.c_order, cell_state, None)
             self.cell = Tensor(self.c, AUTODIFF, node)
         return self.cell
 
@@ -141,7 +159,7 @@ class _Side:
     (None without biases), the param nodes in parent order, and per gate the deepest param's
     order (the Linear's op-by-op order is one more than the max of it and its input's)."""
 
-    __slots__ = ("bias", "biases", "depths", "nodes", "tensors", "weights")
+    __slots__ = ("bias", "biases", "depths", "nodes", "output_nodes", "tensors", "weights")
 
     def __init__(self, pairs, plain: bool) -> None:
         self.tensors = [w for w, _ in pairs]
@@ -151,6 +169,8 @@ class _Side:
         self.bias = np.stack([b._data for _, b in pairs])[:, None, :] if biased else None
         tensors = [t for pair in pairs for t in (pair if biased else pair[:1])]
         self.nodes = () if plain else tuple(t._node for t in tensors)
+        per_gate = 2 if biased else 1
+        self.output_nodes = self.nodes[_OUTPUT * per_gate : (_OUTPUT + 1) * per_gate]
         self.depths = (
             [max(t._node.order for t in p if t is not None) for p in pairs] if not plain else []
         )
@@ -227,9 +247,10 @@ def gate_params(linears, x: Tensor, d_hidden: int, states):
 # ---- one step ---------------------------------------------------------------------------------
 
 
-def _fused_step(carry: _Carry, x_t: Tensor, p: _LstmParams) -> bool:
+def _fused_step(carry: _Carry, x_t: Tensor, p: _LstmParams, last: bool) -> bool:
     """One step on the fused kernels, the carry updated; False (nothing built) when it must
-    run op by op."""
+    run op by op. The `last` step of the loop also gets the output gate's nodes and its cell
+    state's node (see the module docstring)."""
     hidden = carry.hidden
     if p.plain:
         proj = kernels.project(x_t._data, p.input.weights, p.input.bias)
@@ -258,9 +279,15 @@ def _fused_step(carry: _Carry, x_t: Tensor, p: _LstmParams) -> bool:
     step.pair = pair is not None
     step.tracked = (c_order is not None, h_order is not None)
     node = graph_node((proj_node, *state, *p.hidden.nodes), lh, _lstm_rule, step)
-    hidden_node = graph_node((node,), cell_order + 2, hidden_part, None)
     carry.pair, carry.cell = node, None
     carry.c, carry.c_order = step.cell, cell_order
+    if last:
+        x_side = graph_node(p.input.output_nodes, lx, _output_input_rule, saved)
+        h_side = graph_node((x_side, *p.hidden.output_nodes), lh, _output_hidden_rule, step)
+        cell_node = carry.cell_tensor()._node
+        hidden_node = graph_node((cell_node, h_side), cell_order + 2, _last_hidden_rule, step)
+    else:
+        hidden_node = graph_node((node,), cell_order + 2, hidden_part, None)
     carry.hidden = Tensor(step.hidden, AUTODIFF, hidden_node)
     carry.inside = True
     return True
@@ -276,6 +303,25 @@ def tracked(node):
 
 def _projection_rule(s, g: list, tracked) -> tuple:
     return kernels.project_backward(s, g)
+
+
+def _last_hidden_rule(s: kernels.LstmStep, g, tracked) -> tuple:
+    """The last step's hidden state: its gradient goes to the step node through the cell
+    state's node when that node still has its step (it then runs in this pass, after this
+    one); else a pass from the cell consumed them, and only the output gate's ops are left."""
+    if tracked[0].rule is not None:
+        return (StatePair(None, g), None)
+    return (None, kernels.output_gate_backward(s, g))
+
+
+def _output_hidden_rule(s: kernels.LstmStep, g, tracked) -> tuple:
+    """The output gate's hidden Linear (and the sum of its gate): the sum's gradient goes on
+    to the input Linear's node."""
+    return (g, *kernels.param_grads(s.h_prev, s.weights[_OUTPUT], s.biased, g))
+
+
+def _output_input_rule(s: kernels.Projection, g, tracked) -> tuple:
+    return kernels.param_grads(s.x, s.weights[_OUTPUT], s.biased, g)
 
 
 def _lstm_rule(s, g: StatePair, tracked) -> tuple:

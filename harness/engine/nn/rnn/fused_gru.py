@@ -15,7 +15,10 @@ The loop runs op by op (`gru_iter` returns None) unless `reset_after` (the defau
 sigmoid and tanh, and the conditions of the LSTM's loop; a step does when the hidden matmuls
 are not deeper than the input ones (the first step from a zero state) or its hidden state is a
 tracked one from outside (whose other consumers could sort between `z * h` and the matmuls).
-The same difference for a second backward from another root as the LSTM's loop.
+
+A second backward consumes what op by op consumes (harness.engine.nn.rnn.step_nodes): every op
+of a step leads out of it only through its hidden state, so a root reaches all of the step's
+ops or none, and one node for them consumes the same (tests/test_rnn_fused_roots.py).
 """
 
 from __future__ import annotations

@@ -26,7 +26,16 @@ import numpy as np
 from harness.engine.ops.linalg import blas_matmul, blas_matmul_into
 from harness.engine.ops.nn import _flex_sigmoid
 
-__all__ = ["LstmStep", "Projection", "lstm_backward", "lstm_forward", "project", "project_backward"]
+__all__ = [
+    "LstmStep",
+    "Projection",
+    "lstm_backward",
+    "lstm_forward",
+    "output_gate_backward",
+    "param_grads",
+    "project",
+    "project_backward",
+]
 
 
 def project(x: np.ndarray, weights: list, bias: np.ndarray | None) -> np.ndarray:
@@ -83,6 +92,11 @@ def linear_grads(x, weights, biased: bool, gates, x_tracked: bool, gx=None):
     return gx, params
 
 
+def param_grads(x, weight, biased: bool, g) -> tuple:
+    """One gate's `linear` rule for its params only: `(W, b)` (no b without biases)."""
+    return tuple(linear_grads(x, [weight], biased, [g], False)[1])
+
+
 @dataclass(slots=True)
 class LstmStep:
     """One step's values and what its rules read. `gates` holds sigmoid(input, forget,
@@ -136,3 +150,10 @@ def lstm_backward(s: LstmStep, g_cell, g_hidden):
     parts = sums if g_hidden is not None else [sums[0], sums[1], None, sums[3]]
     g_h_prev, params = linear_grads(s.h_prev, s.weights, s.biased, parts, s.tracked[1])
     return parts, g_c_prev, g_h_prev, params
+
+
+def output_gate_backward(s: LstmStep, g_hidden: np.ndarray) -> np.ndarray:
+    """The gradient of the output gate's sum from the hidden state's, as `lstm_backward`
+    computes it: mul's rule `g * tanh(c)`, then the sigmoid's."""
+    out = s.gates[2]
+    return (np.multiply(g_hidden, s.squashed) * out) * (1 - out)

@@ -21,15 +21,22 @@ states, the output) keep their op-by-op orders, so every node outside the module
 would op by op. The callers check the first
 condition where it is not structural and state the second where they rely on it.
 
+Why a second backward stops where op by op stops. A pass consumes the steps it runs, and a
+later pass stops at them (harness.engine.autodiff.backward). A fused node is consumed whole,
+so a group must be one every root a caller can hold reaches all or nothing of, op by op: its
+ops lead out of the group only through nodes whose ancestors hold the whole group (harness.
+engine.nn.rnn.fused says where that holds and how the LSTM's last step is split where not).
+
 A step with two outputs (an LSTM's cell and hidden state) is one node whose gradient is a
-`StatePair`: each consumer adds its part, in walk order, with `+` (the walk's own sum).
+`StatePair`: each consumer adds its part, in walk order, with `+` (the walk's own sum; an
+array added to a pair is a part of the cell's).
 """
 
 from __future__ import annotations
 
 from harness.engine.autodiff import GRAD_IN_BACKWARD, Node, next_node_id
 
-__all__ = ["StatePair", "cell_part", "graph_node", "hidden_part"]
+__all__ = ["StatePair", "cell_state", "graph_node", "hidden_part"]
 
 _new = object.__new__
 
@@ -45,8 +52,14 @@ class StatePair:
         self.cell = cell
         self.hidden = hidden
 
-    def __add__(self, other: StatePair) -> StatePair:
+    def __add__(self, other) -> StatePair:
+        if other.__class__ is not StatePair:  # an array: a gradient of the cell state
+            return StatePair(_plus(self.cell, other), self.hidden)
         return StatePair(_plus(self.cell, other.cell), _plus(self.hidden, other.hidden))
+
+    def __radd__(self, other) -> StatePair:
+        """`array + pair`: the array (the sum so far) is a gradient of the cell state."""
+        return StatePair(_plus(other, self.cell), self.hidden)
 
 
 def _plus(prev, new):
@@ -74,6 +87,7 @@ def hidden_part(saved, g, tracked) -> tuple:
     return (StatePair(None, g),)
 
 
-def cell_part(saved, g, tracked) -> tuple:
-    """The rule of the cell state read out of a two-output step node."""
-    return (StatePair(g, None),)
+def cell_state(saved, g, tracked) -> tuple:
+    """The rule of the cell state read out of a two-output step node: its gradient, an array,
+    or a pair when the last step's hidden state passed its own through it."""
+    return (g if g.__class__ is StatePair else StatePair(g, None),)
