@@ -87,8 +87,8 @@ def _passes(module, x_np, call, roots: list, *, fused: bool, state=None) -> list
     return outcomes
 
 
-def assert_passes_as_op_by_op(module, call, roots: list, state=None):
-    x_np = np.random.default_rng(11).standard_normal((B, S, D_IN)).astype(np.float32)
+def assert_passes_as_op_by_op(module, call, roots: list, state=None, steps: int = S):
+    x_np = np.random.default_rng(11).standard_normal((B, steps, D_IN)).astype(np.float32)
     got = _passes(module, x_np, call, roots, fused=True, state=state)
     ref = _passes(module, x_np, call, roots, fused=False, state=state)
     assert got == ref
@@ -143,6 +143,33 @@ def test_lstm_variants_two_roots_as_op_by_op(config, names):
 def test_lstm_three_roots_as_op_by_op(names):
     lstm = LstmConfig(D_IN, H, True).init(AUTODIFF)
     assert_passes_as_op_by_op(lstm, _lstm, [LSTM_ROOTS[name] for name in names])
+
+
+SHORT_PAIRS = [("cell", "out"), ("out", "cell_itself"), ("hidden", "out"), ("cell", "hidden")]
+
+
+@pytest.mark.parametrize(("first", "second"), SHORT_PAIRS)
+@pytest.mark.parametrize("steps", [1, 2])
+def test_lstm_two_roots_short_sequences_as_op_by_op(steps, first, second):
+    """One step (op by op: from the zero state) and two (the last step is the first fused)."""
+    lstm = LstmConfig(D_IN, H, True).init(AUTODIFF)
+    roots = [LSTM_ROOTS[first], LSTM_ROOTS[second]]
+    assert_passes_as_op_by_op(lstm, _lstm, roots, steps=steps)
+
+
+@pytest.mark.parametrize(("first", "second"), SHORT_PAIRS)
+def test_lstm_two_roots_deep_input_as_op_by_op(first, second):
+    """An input deep in a graph, so the orders of the fused nodes are set by it, not by the
+    params (the first step runs op by op, the others fused)."""
+
+    def deep_input(module, x, state):
+        for _ in range(14):
+            x = x.mul_scalar(1.0001)
+        return module(x, state)
+
+    lstm = LstmConfig(D_IN, H, True).init(AUTODIFF)
+    roots = [LSTM_ROOTS[first], LSTM_ROOTS[second]]
+    assert_passes_as_op_by_op(lstm, deep_input, roots, steps=6)
 
 
 def _tracked_states(shape):
