@@ -123,6 +123,38 @@ def test_sigmoid_backward_multiplies_left_to_right_like_flex():
     assert x.grad(grads).numpy().tobytes() == ((g * s) * (np.float32(1) - s)).tobytes()
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_sigmoid_forward_is_flexs_two_branches_bit_for_bit(dtype):
+    """harness.engine.ops.nn._flex_sigmoid (one division, a max for the numerator) against
+    flex's two branches written out (`sigmoid_f32`: 1 / (1 + exp(-x)) for x >= 0, else
+    exp(x) / (1 + exp(x)), with exp(-|x|) for either exp): every float16, and for float32 and
+    float64 random bit patterns (NaN payloads, infinities, subnormals), scales and a strided
+    view."""
+    from harness.engine.ops.nn import _flex_sigmoid
+
+    rng = np.random.default_rng(21)
+    uint = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dtype).itemsize]
+    if dtype is np.float16:
+        x = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(dtype)
+    else:
+        x = rng.integers(0, np.iinfo(uint).max, 100_000, dtype=uint, endpoint=True).view(dtype)
+    scales = (1e-8, 1e-3, 1.0, 10.0, 100.0, 1e4)
+    x = np.concatenate([x, *(rng.standard_normal(20_000).astype(dtype) * dtype(s) for s in scales)])
+    one = dtype(1)
+    with np.errstate(all="ignore"):
+        e = np.exp(-np.abs(x))
+        expected = np.where(x >= 0, one / (one + e), e / (one + e))
+        got = _flex_sigmoid(x)
+        strided = _flex_sigmoid(x[: x.size // 3 * 3].reshape(3, -1)[:, ::2])
+    assert got.dtype == x.dtype and got.tobytes() == expected.tobytes()
+    expected_strided = expected[: x.size // 3 * 3].reshape(3, -1)[:, ::2]
+    assert strided.tobytes() == np.ascontiguousarray(expected_strided).tobytes()
+    scalar = _flex_sigmoid(np.array(-0.75, dtype))  # a 0-d array stays one
+    e = np.exp(np.array(-0.75, dtype))
+    assert type(scalar) is np.ndarray and scalar.shape == ()
+    assert scalar.tobytes() == (e / (one + e)).tobytes()
+
+
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
 def test_softmax_over_an_empty_dim_raises_the_engines_error(op):
     x = Tensor.zeros((2, 0), AD)

@@ -19,6 +19,7 @@ from harness.engine.tensor import Tensor
 
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
+from .fused_gru import gru_iter
 from .gate_controller import GateController, input_layout
 from .sequence import Bidirectional, run_steps, select_direction, stack_directions, two_directions
 
@@ -77,6 +78,9 @@ class Gru(Module):
         return self.forward_iter(x, range(x.shape[1]), state)[0]
 
     def forward_iter(self, x: Tensor, steps, state: Tensor | None) -> tuple[Tensor, Tensor]:
+        fused = gru_iter(self, x, steps, state)
+        if fused is not None:
+            return fused
         hidden = state
         if hidden is None:
             hidden = Tensor.zeros([x.shape[0], self.d_hidden], x.device, x.dtype.name)

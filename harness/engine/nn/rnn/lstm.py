@@ -20,6 +20,7 @@ from harness.engine.tensor import Tensor
 
 from ..activation import ActivationConfig
 from ..initializer import XAVIER_NORMAL, Initializer
+from .fused import lstm_iter
 from .gate_controller import GateController, input_layout
 from .sequence import Bidirectional, one_direction, run_steps, select_direction, two_directions
 
@@ -134,6 +135,10 @@ class Lstm(Module):
     def forward_iter(self, x: Tensor, steps, state: LstmState | None):
         """Run the cell over the time indices `steps` of batch-first `x`; the output holds each
         step's hidden state at its own index."""
+        fused = lstm_iter(self, x, steps, state)
+        if fused is not None:
+            output, (cell, hidden) = fused
+            return output, LstmState(cell, hidden)
         if state is None:
             state = LstmState.initial([x.shape[0], self.d_hidden], x.device, x.dtype.name)
         output, (cell, hidden) = run_steps(
