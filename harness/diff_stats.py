@@ -381,7 +381,7 @@ def largest_magnitude(diff: np.ndarray) -> tuple[int, float]:
     first occurrence of its value (the first NaN, when there is one).
     """
     hi, lo = int(diff.argmax()), int(diff.argmin())
-    up, down = float(diff[hi]), -float(diff[lo])
+    up, down = diff.item(hi), -diff.item(lo)  # item: a Python float, no NumPy scalar
     if up > down or (up == down and hi < lo):
         return hi, abs(up)
     return lo, abs(down)
@@ -395,7 +395,7 @@ def largest_quotient(rel: np.ndarray) -> float:
     fraction of ``np.fmax.reduce`` (a fifth at 1e3 elements) but stop at the first NaN; only
     then does the NaN-skipping reduction run. All NaN gives NaN, which ``max`` then ignores.
     """
-    up, down = float(rel[rel.argmax()]), -float(rel[rel.argmin()])
+    up, down = rel.item(rel.argmax()), -rel.item(rel.argmin())
     if up != up or down != down:  # some 0 / 0
         up, down = float(np.fmax.reduce(rel)), -float(np.fmin.reduce(rel))
     return max(up, down)  # both NaN or neither

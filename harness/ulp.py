@@ -178,8 +178,8 @@ class Log2Histogram:
         m = dist.size
         np.copyto(floats, dist, casting="unsafe")  # exact: below the limit
         np.add(floats, _HALF[ftype], out=floats)
-        exponent = np.right_shift(floats.view(bits), mantissa, out=floats.view(bits))
-        np.copyto(keys[:m], exponent, casting="unsafe")
+        # the shift writes its uint8 keys directly: no exponent array to narrow afterwards
+        np.right_shift(floats.view(bits), mantissa, out=keys[:m], casting="unsafe")
         np.subtract(keys[:m], np.uint8((bias - 1) & 0xFF), out=keys[:m])
         self.counts[: top + 1] += _count_pairs(keys, m, top + 1)
 
