@@ -6,7 +6,7 @@
                 [--jobs N] [--shard K/N] [--update-golden [--force]]
                 [--allow-stale | --prune-stale]
                 [--out DIR] [--golden-dir DIR] [--cases-dir DIR]
-                [--json FILE [--timings]] [--markdown FILE] [--html FILE]
+                [--json FILE [--timings]] [--markdown FILE] [--html FILE] [--no-repeat]
     either mode: [-v | -q] [--all-mismatches] [--version]
 
 Where cases and goldens live comes from ``[tool.conformance]`` of the nearest
@@ -54,6 +54,7 @@ CASES_ONLY = (
     "allow_stale",
     "prune_stale",
     "timings",
+    "no_repeat",
     "jobs",
     "numerics",
 )
@@ -127,6 +128,12 @@ def build_parser(prog: str = "conformance") -> argparse.ArgumentParser:
     cases.add_argument("--out", metavar="DIR", help="write side files here (default out/)")
     cases.add_argument("--golden-dir", metavar="DIR", help="goldens folder (default golden/)")
     cases.add_argument("--cases-dir", metavar="DIR", help="case files folder (default cases/)")
+    cases.add_argument(
+        "--no-repeat",
+        action="store_true",
+        help="run each side once, not twice: faster, but a side that disagrees with itself"
+        " is not caught (reported nondeterministic)",
+    )
     cases.add_argument(
         "--timings",
         action="store_true",
@@ -419,6 +426,7 @@ def run_cases(case_names: list[str], args: argparse.Namespace) -> int:
         tolerances=project.tolerances,
         limit=mismatch_limit(args),
         fork=fork,
+        repeat=not args.no_repeat,
     )
     failing = [r for r in reports if not r.ok]
     for report in reports if args.verbose else filter(text.worth_reporting, reports):

@@ -347,6 +347,7 @@ def check_case(
     threads: int = THREADS,
     limit: int | None = LIMIT,
     raise_refused: bool = True,
+    repeat: bool = True,
 ) -> CaseReport:
     """Run the case, evaluate its checks, compare (or, with ``update``, rewrite) its goldens.
 
@@ -356,9 +357,10 @@ def check_case(
     that is not a regular file within its size limit raises ``harness.bounded.RefusedFile``
     (an OSError: the command line's one line and exit 2); False: it is a failing ``refused``
     golden report whose message is that line (the pytest plugin: only its golden item fails).
+    ``repeat``: run each side twice to catch a side that disagrees with itself (False: once).
     """
     started = time.perf_counter()
-    run = run_case(case, out_dir, threads=threads)
+    run = run_case(case, out_dir, threads=threads, repeat=repeat)
     return judge_case(run, update=update, force=force, golden_dir=golden_dir, limit=limit,
                       started=started, raise_refused=raise_refused, threads=threads)  # fmt: skip
 

@@ -77,7 +77,9 @@ class Settings:
     """How each case runs, beyond its folders (passed to the worker processes as is).
 
     ``threads``: BLAS and torch threads while a side runs; ``tolerances``: the project's
-    overrides, after each case's own; ``limit``: mismatched elements kept per failing row.
+    overrides, after each case's own; ``limit``: mismatched elements kept per failing row;
+    ``repeat``: each side runs twice, and a side that disagrees with itself is reported
+    ``nondeterministic`` (False: once, nothing to catch that with).
     """
 
     update: bool = False
@@ -85,6 +87,7 @@ class Settings:
     threads: int = THREADS
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     limit: int | None = LIMIT
+    repeat: bool = True
 
 
 def select_cases(names: Sequence[str], dirs: Dirs, shard: str | None = None) -> list[Case]:
@@ -133,17 +136,18 @@ def run_cases(
     tolerances: Mapping[str, Tolerance] | None = None,
     limit: int | None = LIMIT,
     fork: bool = False,
+    repeat: bool = True,
 ) -> list[CaseReport]:
     """Run the cases, in ``jobs`` worker processes when there is more than one.
 
     ``on_done`` is called with each report as its case finishes (finish order). Workers never
     share a file: each case writes only ``out/<case>/`` and ``golden/<case>/``, every write is
     atomic (unique temporary file, then rename), and the reports come back in case order
-    whatever order the workers finish in. ``threads``, ``tolerances`` and ``limit``: see
-    ``Settings``. ``fork``: fork the workers from this process (only when
+    whatever order the workers finish in. ``threads``, ``tolerances``, ``limit`` and
+    ``repeat``: see ``Settings``. ``fork``: fork the workers from this process (only when
     ``harness.startup.fork_is_safe()``), else start them from a fork server.
     """
-    settings = Settings(update, force, threads, dict(tolerances or {}), limit)
+    settings = Settings(update, force, threads, dict(tolerances or {}), limit, repeat)
     done = on_done or (lambda report: None)
     if not parallel(cases, jobs):
         reports = []
@@ -216,14 +220,15 @@ def run_by_name(name: str, settings: Settings, dirs: Dirs) -> tuple[CaseRun, flo
     """Worker entry: the float32 runs of a case (no float64 reruns) and when they started;
     the run comes back without its case (functions do not pickle)."""
     started = time.perf_counter()
-    run = run_case(_case_named(name, dirs), dirs.out, threads=settings.threads, float64=False)
+    case = _case_named(name, dirs)
+    run = run_case(case, dirs.out, threads=settings.threads, float64=False, repeat=settings.repeat)
     return dataclasses.replace(run, case=None), started
 
 
 def float64_by_name(name: str, settings: Settings, dirs: Dirs) -> tuple[Float64Runs, float]:
     """Worker entry: the float64 reruns of a case and when they started."""
     started = time.perf_counter()
-    return float64_runs(_case_named(name, dirs), settings.threads), started
+    return float64_runs(_case_named(name, dirs), settings.threads, settings.repeat), started
 
 
 _TASKS = {WHOLE: check_by_name, FLOAT32: run_by_name, FLOAT64: float64_by_name}
@@ -284,6 +289,7 @@ def _check(case: Case, settings: Settings, dirs: Dirs) -> CaseReport:
         out_dir=dirs.out,
         threads=settings.threads,
         limit=settings.limit,
+        repeat=settings.repeat,
     )
 
 

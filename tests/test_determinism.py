@@ -159,6 +159,49 @@ def test_repeat_is_what_detects_it(tmp_path, repeat):
     assert ("engine" in run.nondeterministic) is repeat
 
 
+def test_no_repeat_on_the_command_line_runs_each_side_once(tmp_path):
+    """--no-repeat: one run per side, so the noisy side is judged as any other (its golden is
+    missing here), and no rerun file is written."""
+    import json
+
+    import compare
+
+    write_case(tmp_path / "cases", "noisy", NOISY)
+    folders = [f"--cases-dir={tmp_path / 'cases'}", f"--golden-dir={tmp_path / 'golden'}"]
+    statuses = {}
+    for flag in ([], ["--no-repeat"]):
+        out, report = tmp_path / f"out{len(flag)}", tmp_path / f"report{len(flag)}.json"
+        code = compare.main([*folders, f"--out={out}", f"--json={report}", "-q", *flag])
+        (case,) = json.loads(report.read_text())["cases"]
+        engine = next(g for g in case["goldens"] if g["side"] == "engine")
+        statuses[tuple(flag)] = code, engine["status"]
+        assert (out / "noisy" / "engine.rerun.json").exists() is not flag
+    assert statuses == {(): (1, "nondeterministic"), ("--no-repeat",): (1, "missing")}
+
+
+@pytest.mark.parametrize("repeat", [True, False])
+def test_the_worker_tasks_run_each_side_as_often_as_the_settings_say(tmp_path, monkeypatch, repeat):
+    """A forked run's tasks (harness.session): the float32 half and the float64 half."""
+    from harness import runner, session
+
+    write_case(tmp_path / "cases", "noisy", NOISY.replace("_side():", "_side(dtype=None):"))
+    runs = []
+    real = runner.run_side
+
+    def counted(case, side, threads, dtype=None):
+        runs.append((side, dtype))
+        return real(case, side, threads, dtype)
+
+    monkeypatch.setattr(runner, "run_side", counted)
+    settings = session.Settings(repeat=repeat)
+    dirs = session.Dirs(cases=tmp_path / "cases", golden=tmp_path / "g", out=tmp_path / "o")
+    session.run_by_name("noisy", settings, dirs)
+    session.float64_by_name("noisy", settings, dirs)
+    once = [("torch", None), ("engine", None), ("torch", "float64"), ("engine", "float64")]
+    explained = [("engine", None), ("engine", "float64")]  # once: runner.explained_run
+    assert sorted(runs, key=str) == sorted(once * (2 if repeat else 1) + explained, key=str)
+
+
 def test_torch_threads_are_pinned_for_the_engine_side_too():
     """An engine side that builds its weights with torch runs torch on one thread as well."""
     import torch
