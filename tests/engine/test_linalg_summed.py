@@ -12,7 +12,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.engine import Device, Tensor, module_ops
+from harness.engine import (
+    Device,
+    Tensor,
+    TransformerEncoderConfig,
+    TransformerEncoderInput,
+    module_ops,
+)
+from harness.engine.module import Param
+from harness.engine.module.core import params_of
 from harness.engine.ops import linalg
 from harness.engine.ops.arrays import unbroadcast
 
@@ -87,3 +95,36 @@ def test_linear_backward_takes_the_per_item_sum_with_the_same_bits():
     out = module_ops.linear(x, w, bias)
     grads = (out * Tensor.from_numpy(g, AD)).sum().backward()
     assert w.grad(grads).numpy().tobytes() == _batched(a, b, g).tobytes()
+
+
+def _encoder(dtype):
+    model = TransformerEncoderConfig(16, 32, 4, 2, dropout=0.0).init(AD)
+    return model.map(lambda p: Param(p.id, _leaf(p.val().numpy(), dtype)))
+
+
+def _encoder_grads(model, dtype) -> list[bytes]:
+    """Every parameter gradient of a 2-layer encoder (batch 4, sequence 6, d_model 16) under a
+    loss that weighs each output differently, as raw bytes."""
+    rng = np.random.default_rng(3)
+    out = model(TransformerEncoderInput.new(_leaf(rng.standard_normal((4, 6, 16)), dtype)))
+    weights = Tensor.from_numpy(rng.standard_normal(out.shape).astype(dtype), AD)
+    grads = (out * weights).sum().backward()
+    return [p.val().grad(grads).numpy().tobytes() for p in params_of(model)]
+
+
+def _leaf(array, dtype):
+    return Tensor.from_numpy(array.astype(dtype), AD).require_grad()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_encoders_gradients_are_the_same_bits_summed_per_item(monkeypatch, dtype):
+    # Every weight of every Linear (rank-3 inputs) through the per-item sum, against the
+    # batched product: the whole backward pass, attention and layer norm included.
+    model = _encoder(dtype)
+    reference = _encoder_grads(model, dtype)
+    monkeypatch.setattr(linalg, "_SUMMED_PRODUCT_SIZE", 1)
+    calls = []
+    summed = linalg._summed_products
+    monkeypatch.setattr(linalg, "_summed_products", lambda a, g: calls.append(1) or summed(a, g))
+    assert _encoder_grads(model, dtype) == reference
+    assert len(calls) == 12  # q, k, v, out, two feed-forward Linears, in each of 2 layers
