@@ -78,10 +78,51 @@ def _product_grads(a: Array, b: Array, g: Array, need_a: bool, need_b: bool):
         if ga.shape != a.shape:  # batch dims were broadcast
             ga = unbroadcast(ga, a.shape)
     if need_b:
+        if _sum_per_item(a, b, g):
+            return ga, _summed_products(a, g)
         gb = blas_matmul(a.swapaxes(-1, -2), g)
         if gb.shape != b.shape:
             gb = unbroadcast(gb, b.shape)
     return ga, gb
+
+
+# From this many elements of a 2-D right operand on, its gradient under batch dims is summed
+# one product at a time (measured with one OpenBLAS thread, batch 16: slower below 256x256
+# float32, 1.8x faster at 512x512).
+_SUMMED_PRODUCT_SIZE = 1 << 16
+
+
+def _sum_per_item(a: Array, b: Array, g: Array) -> bool:
+    # Floats only: unbroadcast's reduction would widen an integer sum, the loop would not.
+    return (
+        b.ndim == 2
+        and a.ndim > 2
+        and b.size >= _SUMMED_PRODUCT_SIZE
+        and 0 not in a.shape[:-2]
+        and a.dtype.kind == "f"
+        and g.dtype == a.dtype
+    )
+
+
+def _summed_products(a: Array, g: Array) -> Array:
+    """`unbroadcast(a.swapaxes(-1, -2) @ g, b.shape)` for a 2-D `b`, without the batched
+    product (`[*batch, k, n]`: 32 MiB for one d_model-512 layer at batch 16) written out and
+    read back: each batch item's product goes into one scratch array and is added to the
+    first, in C order of the batch index.
+
+    The same bits: each item is the very `matmul` call the batched product makes for it (a
+    2-D slice keeps its strides, so the same BLAS routine and layout), and summing a
+    C-contiguous array over its leading axes adds the items in that order, one after another
+    (`tests/engine/test_linalg_summed.py` checks both against the batched product).
+    """
+    at = a.swapaxes(-1, -2)
+    items = iter(np.ndindex(a.shape[:-2]))
+    first = next(items)
+    total = np.matmul(at[first], g[first])
+    scratch = np.empty_like(total)
+    for i in items:
+        np.add(total, np.matmul(at[i], g[i], out=scratch), out=total)
+    return total
 
 
 def _matmul_interval(a: Abs, b: Abs) -> Abs | None:
@@ -136,6 +177,12 @@ def linear(x: Array, weight: Array, bias: Array, /) -> tuple[Array, SavedLinear]
     then `add` here (the same calls), with one graph node instead of two. For inputs of rank
     > 2 burn folds the leading dims into one gemm; the engine's broadcast matmul may round
     the weight gradient's sum over them differently (as `x.matmul(w)` already did).
+
+    Folding would also be faster (bench_scaling's d_model-512 step: its linears' products
+    took 1.6x as long one batch item per gemm as folded, one OpenBLAS thread, a loaded
+    machine) but not bit-identical: OpenBLAS 0.3.31 rounds a row of float32 `x @ w`
+    according to how many rows the call has (a 32-row call and the same rows inside a
+    512-row call differ), so the per-item calls stay.
     """
     # The checks and error texts of Tensor.matmul then Tensor.add (methods.binary_result).
     if x.dtype is not weight.dtype and x.dtype != weight.dtype:
