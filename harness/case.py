@@ -418,7 +418,10 @@ def load_case(path: Path) -> Case:
     if spec is None or spec.loader is None:
         raise CaseDefinitionError(f"{path}: cannot be imported")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # From its source, never from a bytecode cache: the cache is keyed by the source's mtime in
+    # whole seconds and its size, so a case edited to the same size within a second of its last
+    # run (a changed digit) would run as it was.
+    exec(spec.loader.source_to_code(path.read_bytes(), str(path)), module.__dict__)
     for attr in ("torch_side", "engine_side", "CHECKS"):
         if not hasattr(module, attr):
             raise CaseDefinitionError(f"{path}: {attr}: missing")

@@ -1,5 +1,6 @@
 """The case API: side references, the three check kinds, and case-file validation."""
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -281,3 +282,18 @@ def test_within_relates_same_shapes_within_an_absolute_bound():
     assert relation.holds(np.array([1.0, 2.0]), np.array([1.4, 2.5]))
     assert not relation.holds(np.array([1.0, 2.0]), np.array([1.6, 2.0]))
     assert not relation.holds(np.array([1.0, 2.0]), np.array([1.0, 2.0, 3.0]))
+
+
+def test_a_case_edited_within_the_second_of_its_last_run_runs_as_edited(tmp_path, monkeypatch):
+    """A bytecode cache is keyed by the source's mtime in whole seconds and its size: a digit
+    changed within a second must not run the case as it was (load_case compiles the source)."""
+    monkeypatch.setattr("sys.dont_write_bytecode", False)  # as under `make`, which writes them
+    path = tmp_path / "edited.py"
+    body = '"""Edited."""\nfrom harness.case import agree\n\n\ndef torch_side():\n'
+    body += '    return {{"x": {}}}\n\n\nengine_side = torch_side\nCHECKS = [agree("x")]\n'
+    path.write_text(body.format(1))
+    stamp = path.stat().st_mtime_ns
+    assert load_case(path).side_fn("torch")() == {"x": 1}
+    path.write_text(body.format(2))  # the same size
+    os.utime(path, ns=(stamp, stamp))  # and the same second
+    assert load_case(path).side_fn("torch")() == {"x": 2}
