@@ -45,3 +45,12 @@ def _engine_seeded():
     from harness.engine import seed
 
     seed(0)
+
+
+@pytest.fixture(autouse=True)
+def _pytester_writes_no_bytecode(request, monkeypatch):
+    """`make` writes bytecode caches (Makefile); a pytester test rewrites its modules between
+    runs, at times to the same size (`shift=0.0` -> `2.0`) within a second, and a cache keyed by
+    the source's mtime in whole seconds and its size would then run the module as it was."""
+    if "pytester" in request.fixturenames:
+        monkeypatch.setattr("sys.dont_write_bytecode", True)
