@@ -6,6 +6,7 @@ be imported already.
 """
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,11 @@ def imported_modules(name: str) -> set[str]:
     return {m for m in found if m in MODULES and m != name}
 
 
-GRAPH = {name: imported_modules(name) for name in MODULES}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Every module's imports; read on first use, not at import: collection (each xdist
+    worker's) does not parse ~200 files for one worker's tests."""
+    return {name: imported_modules(name) for name in MODULES}
 
 
 def within(name: str, prefix: str) -> bool:
@@ -49,9 +54,9 @@ def within(name: str, prefix: str) -> bool:
 
 
 def test_the_graph_is_read_from_every_module():
-    assert {"harness.results", "harness.report.cells", "harness.record.read"} <= GRAPH.keys()
-    assert "harness.results" in GRAPH["harness.runner"]
-    assert "harness.report.cells" in GRAPH["harness.report.text"]  # from-imports resolve
+    assert {"harness.results", "harness.report.cells", "harness.record.read"} <= graph().keys()
+    assert "harness.results" in graph()["harness.runner"]
+    assert "harness.report.cells" in graph()["harness.report.text"]  # from-imports resolve
 
 
 def test_no_import_circle():
@@ -60,7 +65,7 @@ def test_no_import_circle():
 
     def visit(name: str, path: list[str]) -> None:
         state[name] = "open"
-        for target in sorted(GRAPH[name]):
+        for target in sorted(graph()[name]):
             if state.get(target) == "open":
                 circle = [*path[path.index(target) :], target]
                 pytest.fail("import circle: " + " -> ".join(circle))
@@ -68,7 +73,7 @@ def test_no_import_circle():
                 visit(target, [*path, target])
         state[name] = "done"
 
-    for name in sorted(GRAPH):
+    for name in sorted(graph()):
         if name not in state:
             visit(name, [name])
 
@@ -219,9 +224,9 @@ def test_no_upward_import(prefix):
     allowed = (prefix, *ONLY_FROM[prefix])
     wrong = {
         f"{name} imports {target}"
-        for name in GRAPH
+        for name in graph()
         if within(name, prefix)
-        for target in GRAPH[name]
+        for target in graph()[name]
         if not any(within(target, ok) for ok in (*allowed, *ALSO_FROM.get(name, ())))
     }
     assert not wrong, sorted(wrong)
@@ -231,9 +236,9 @@ def test_no_upward_import(prefix):
 def test_no_import_of_what_sits_above(prefix):
     wrong = {
         f"{name} imports {target}"
-        for name in GRAPH
+        for name in graph()
         if within(name, prefix)
-        for target in GRAPH[name]
+        for target in graph()[name]
         if any(within(target, bad) for bad in NEVER[prefix])
     }
     assert not wrong, sorted(wrong)
@@ -248,7 +253,7 @@ def test_the_rules_name_existing_modules():
 
 
 def test_nothing_imports_the_front_ends():
-    wrong = {f"{name} imports {t}" for name in GRAPH for t in GRAPH[name] if t in TOP}
+    wrong = {f"{name} imports {t}" for name in graph() for t in graph()[name] if t in TOP}
     assert not wrong, sorted(wrong)
 
 
