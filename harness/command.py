@@ -132,7 +132,7 @@ def build_parser(prog: str = "conformance") -> argparse.ArgumentParser:
         "--no-repeat",
         action="store_true",
         help="run each side once, not twice: faster, but a side that disagrees with itself"
-        " is not caught (reported nondeterministic)",
+        " goes unnoticed (else reported as nondeterministic)",
     )
     cases.add_argument(
         "--timings",
