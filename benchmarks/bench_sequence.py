@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mlp
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -136,19 +137,15 @@ def _recurrent_sides(torch_module, engine_module) -> tuple[dict, dict]:
     return {"engine": engine, "torch": torch_side}, grads
 
 
-def test_lstm_forward_backward(interleaved):
+@pytest.mark.parametrize(
+    ("kind", "seed", "config"),
+    [("lstm", 42, LstmConfig), ("gru", 44, GruConfig)],
+    ids=["lstm", "gru"],
+)
+def test_recurrent_forward_backward(interleaved, kind, seed, config):
     mlp.pin_threads()
-    torch.manual_seed(42)
-    ref = torch.nn.LSTM(LSTM_IN, LSTM_H, batch_first=True)
-    sides, grads = _recurrent_sides(ref, LstmConfig(LSTM_IN, LSTM_H, True).init)
-    interleaved("lstm 32 steps fwd+bwd / torch", sides, max_rounds=200)
-    np.testing.assert_allclose(grads["engine"], grads["torch"], rtol=1e-4, atol=1e-5)
-
-
-def test_gru_forward_backward(interleaved):
-    mlp.pin_threads()
-    torch.manual_seed(44)
-    ref = torch.nn.GRU(LSTM_IN, LSTM_H, batch_first=True)
-    sides, grads = _recurrent_sides(ref, GruConfig(LSTM_IN, LSTM_H, True).init)
-    interleaved("gru 32 steps fwd+bwd / torch", sides, max_rounds=200)
+    torch.manual_seed(seed)
+    ref = getattr(torch.nn, kind.upper())(LSTM_IN, LSTM_H, batch_first=True)
+    sides, grads = _recurrent_sides(ref, config(LSTM_IN, LSTM_H, True).init)
+    interleaved(f"{kind} 32 steps fwd+bwd / torch", sides, max_rounds=200)
     np.testing.assert_allclose(grads["engine"], grads["torch"], rtol=1e-4, atol=1e-5)
