@@ -9,8 +9,10 @@ set per dtype and power-of-two size up to the chunk), so a call allocates no chu
 buffer after the first (``harness.diff_scalar`` has the one-pass path of small inputs, which
 reuses this module's helpers). Per chunk, in this order of cost avoided:
 
-- an XOR of the bit patterns says whether any pair has opposite sign bits; with none, a
-  chunk whose ``max |a - b|`` is 0 is bit-identical and only adds to the 0-ULP bucket;
+- a chunk whose ``max |a - b|`` is 0 is bit-identical when no pair has opposite sign bits (an
+  XOR of the bit patterns says), and only adds to the 0-ULP bucket;
+- otherwise the extremes of ``(a - b) / b`` (needed for ``max_rel``) mostly prove that no pair
+  has opposite sign bits (:func:`signs_may_differ`), and the XOR runs only when they do not;
 - ``max |a - b|`` is finite exactly when no input is NaN or inf (NaN or inf inputs always give
   a NaN or inf difference), so only such chunks take the masking path;
 - without opposite signs the ULP distance is ``|bits_a - bits_b|`` in the float's own width
@@ -226,16 +228,18 @@ class _FloatScan:
     def chunk(self, start: int, ca: np.ndarray, cb: np.ndarray) -> None:
         ws = self.ws.cut(ca.size)
         bits_a, bits_b = ca.view(self.itype), cb.view(self.itype)
-        signs = np.bitwise_xor(bits_a, bits_b, out=ws.signs)
-        # x.item(x.argmax()), not x.max(): argmax skips the reduction machinery (a quarter of
-        # the time at 1e3 elements)
-        opposite = signs.item(signs.argmin()) < 0  # some pair has different sign bits
         diff = np.subtract(ca, cb, out=ws.diff)
         k, worst = largest_magnitude(diff)
         index = None  # chunk position -> flat index map, when non-finite pairs were dropped
-        if worst == 0.0 and not opposite:  # equal values of equal signs: the same bits
-            self._identical_finite(start, ca.size)
-            return
+        opposite = None  # whether some pair has different sign bits; None: not known yet
+        if worst == 0.0 or not math.isfinite(worst):
+            signs = np.bitwise_xor(bits_a, bits_b, out=ws.signs)
+            # x.item(x.argmin()), not x.min(): argmin skips the reduction machinery (a quarter
+            # of the time at 1e3 elements)
+            opposite = signs.item(signs.argmin()) < 0
+            if worst == 0.0 and not opposite:  # equal values of equal signs: the same bits
+                self._identical_finite(start, ca.size)
+                return
         if not math.isfinite(worst):  # NaN or inf inputs (or an overflow)
             self.bit_identical = self.bit_identical and not opposite
             self.bit_identical = self.bit_identical and signs.item(signs.argmax()) == 0
@@ -245,7 +249,14 @@ class _FloatScan:
             ws, (k, worst) = self.ws.cut(ca.size), largest_magnitude(diff)
             bits_a, bits_b = ca.view(self.itype), cb.view(self.itype)
         else:
-            self.bit_identical = False
+            self.bit_identical = False  # values differ, or a +-0 pair's sign bits do
+        rel = np.divide(diff, cb, out=ws.rel)
+        extremes = quotient_extremes(rel)
+        self.max_rel = max(self.max_rel, largest_quotient(rel, extremes))
+        if opposite is None:
+            opposite = signs_may_differ(extremes[1]) and has_opposite_signs(
+                bits_a, bits_b, ws.signs
+            )
         improved = worst > self.best_abs
         if improved:
             self.best_abs, self.best_index = worst, start + (k if index is None else int(index[k]))
@@ -256,8 +267,6 @@ class _FloatScan:
             self.best_ulp = dist.item(k)
         self.max_ulp = max(self.max_ulp, dist_max)
         self.hist.add(dist, dist_max, ws.mask, ws.keys, ws.as_f32, ws.as_f64)
-        rel = np.divide(diff, cb, out=ws.rel)
-        self.max_rel = max(self.max_rel, largest_quotient(rel))
         if worst > self.atol_float and (self.tol.ulps is None or dist_max > self.tol.ulps):
             self.mismatches += count_mismatches(diff, cb, dist, self.tol, self.atol, ws)
 
@@ -387,18 +396,46 @@ def largest_magnitude(diff: np.ndarray) -> tuple[int, float]:
     return lo, abs(down)
 
 
-def largest_quotient(rel: np.ndarray) -> float:
+def quotient_extremes(rel: np.ndarray) -> tuple[float, float]:
+    """``(max, -min)`` of the signed quotients ``rel = (a - b) / b``, either NaN if some
+    quotient is NaN: ``argmax`` / ``argmin`` cost a fraction of ``np.fmax.reduce`` (a fifth at
+    1e3 elements) but stop at the first NaN."""
+    return rel.item(rel.argmax()), -rel.item(rel.argmin())
+
+
+def largest_quotient(rel: np.ndarray, extremes: tuple[float, float] | None = None) -> float:
     """The largest ``|d / b|`` of the signed quotients ``rel``, NaN (0 / 0) skipped; x/0 = inf.
 
     ``|d / b|`` is ``|d| / |b|`` exactly (IEEE division rounds the magnitude, the sign aside),
-    so this is the larger of max and -min: no ``|b|`` pass. ``argmax`` / ``argmin`` cost a
-    fraction of ``np.fmax.reduce`` (a fifth at 1e3 elements) but stop at the first NaN; only
-    then does the NaN-skipping reduction run. All NaN gives NaN, which ``max`` then ignores.
+    so this is the larger of max and -min (``extremes``, from :func:`quotient_extremes`): no
+    ``|b|`` pass. Only when one is NaN does the NaN-skipping reduction run. All NaN gives NaN,
+    which ``max`` then ignores.
     """
-    up, down = rel.item(rel.argmax()), -rel.item(rel.argmin())
+    up, down = quotient_extremes(rel) if extremes is None else extremes
     if up != up or down != down:  # some 0 / 0
         up, down = float(np.fmax.reduce(rel)), -float(np.fmin.reduce(rel))
     return max(up, down)  # both NaN or neither
+
+
+def signs_may_differ(down: float) -> bool:
+    """Whether finite pairs may include one of opposite sign bits, from ``down``, minus the
+    smallest of their quotients ``(a - b) / b`` (NaN if any quotient is NaN).
+
+    False only when every quotient is above -1, and then no pair has opposite sign bits. For
+    such a pair, a - b has the sign of a (or is a zero) and b the other sign, so: b = +-0 and
+    a = -+0 give 0 / 0, NaN; b = +-0 and a non-zero give -inf; a = -+0 gives -b / b = -1;
+    otherwise ``|a - b| = |a| + |b|`` rounds to at least ``|b|`` (rounding is monotone and
+    ``|b|`` is a float), so the quotient rounds to at most -1. Deciding it from the quotients,
+    which the pass computes anyway for ``max_rel``, saves the XOR of the bit patterns and its
+    reduction: a tenth of a chunk.
+    """
+    return not down < 1.0  # NaN compares False
+
+
+def has_opposite_signs(bits_a: np.ndarray, bits_b: np.ndarray, out: np.ndarray) -> bool:
+    """Whether some pair of bit patterns has different sign bits (``out``: scratch)."""
+    signs = np.bitwise_xor(bits_a, bits_b, out=out)
+    return signs.item(signs.argmin()) < 0
 
 
 @functools.lru_cache(maxsize=64)
