@@ -245,8 +245,10 @@ def test_handed_over_columns_are_recycled_and_only_then():
     first = conv2d_forward(x, w, b, **_opts(case))
     owner = first.columns.base
     conv2d_backward(g, x, w, **_opts(case), columns=first.columns, give_columns=True)
+    columns.recycle(first.columns)  # a second give-back must not queue the buffer twice
     second = conv2d_forward(y, w, b, **_opts(case))
     assert second.columns.base is owner  # recycled
+    assert conv2d_forward(y, w, b, **_opts(case)).columns.base is not owner
     assert_same_bits(second.columns, _old_columns(y, case))
     kept = second.columns.copy()
     conv2d_backward(h, y, w, **_opts(case), columns=second.columns)  # not handed over

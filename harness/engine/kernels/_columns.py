@@ -72,7 +72,8 @@ def recycle(a: np.ndarray) -> None:
     if owner is None or owner.dtype != np.uint8 or owner.ndim != 1 or owner.nbytes != a.nbytes:
         return
     spares = _SCRATCH.spare.setdefault(owner.nbytes, [])
-    if len(spares) < _SPARES_PER_SIZE:
+    # Given back twice, a buffer would go to two later forwards at once.
+    if len(spares) < _SPARES_PER_SIZE and not any(s is owner for s in spares):
         spares.append(owner)
 
 
