@@ -127,7 +127,7 @@ def conv1d_forward(
 
 def conv1d_backward(
     grad, x, weight, *, stride=1, padding=0, dilation=1, groups=1,
-    need_x=True, need_weight=True, need_bias=True, columns=None,
+    need_x=True, need_weight=True, need_bias=True, columns=None, give_columns=False,
 ) -> ConvGrads:  # fmt: skip
     """The VJP of `conv1d` for an output gradient `grad` `[N, C_out, L_out]` (see
     `conv2d_backward`)."""
@@ -135,7 +135,7 @@ def conv1d_backward(
     _check_grad("conv1d", grad, x, weight, g, _conv_out_hw(x.shape[2:], g, 1))
     r = _conv2d_backward(
         grad[:, :, None, :], x[:, :, None, :], weight[:, :, None, :], g,
-        need_x, need_weight, need_bias, columns,
+        need_x, need_weight, need_bias, columns, give_columns,
     )  # fmt: skip
     return ConvGrads(
         x=None if r.x is None else r.x[:, :, 0, :],
@@ -165,16 +165,21 @@ def conv2d_forward(
 
 def conv2d_backward(
     grad, x, weight, *, stride=1, padding=0, dilation=1, groups=1,
-    need_x=True, need_weight=True, need_bias=True, columns=None,
+    need_x=True, need_weight=True, need_bias=True, columns=None, give_columns=False,
 ) -> ConvGrads:  # fmt: skip
     """The VJP of `conv2d` for an output gradient `grad` `[N, C_out, H_out, W_out]`:
     `ConvGrads(x, weight, bias)`, each shaped and typed like that input (bias `[C_out]`).
 
     `columns` (from `conv2d_forward` with the same x and options) saves re-gathering the
-    input's windows for the weight gradient."""
+    input's windows for the weight gradient. `give_columns=True` hands them over: once the
+    weight gradient has read them, the input gradient's gemm overwrites them (they are the
+    same shape), so no second buffer of that size is needed; the caller must not use them
+    again."""
     g = _check_conv("conv2d", x, weight, None, 2, stride, padding, dilation, groups)
     _check_grad("conv2d", grad, x, weight, g, _conv_out_hw(x.shape[2:], g, 2))
-    return _conv2d_backward(grad, x, weight, g, need_x, need_weight, need_bias, columns)
+    return _conv2d_backward(
+        grad, x, weight, g, need_x, need_weight, need_bias, columns, give_columns
+    )
 
 
 def conv_transpose2d(
@@ -246,7 +251,7 @@ def _conv2d(x, weight, bias, g: _Geometry, keep: bool):
     out_hw = _conv_out_hw(x.shape[2:], g, 2)
     if x.size == 0 or weight.size == 0:
         return _empty_output((x.shape[0], c_out, *out_hw), x, bias), None
-    cols = _columns_of(x, g, out_hw, None if keep else "cols")
+    cols = _columns_of(x, g, out_hw, columns.KEPT if keep else "cols")
     wg = weight.reshape(g.groups, c_out // g.groups, -1)
     out = columns.batch_first(_matmul(wg, cols, "gemm").reshape(c_out, -1), out_hw)
     if keep:
@@ -254,7 +259,9 @@ def _conv2d(x, weight, bias, g: _Geometry, keep: bool):
     return _with_bias(out, bias), cols if keep else None
 
 
-def _conv2d_backward(grad, x, weight, g, need_x, need_weight, need_bias, cols) -> ConvGrads:
+def _conv2d_backward(
+    grad, x, weight, g, need_x, need_weight, need_bias, cols, give_columns=False
+) -> ConvGrads:
     c_in, (h, w) = x.shape[1], x.shape[2:]
     c_out = weight.shape[0]
     out_hw = grad.shape[2:]
@@ -263,23 +270,32 @@ def _conv2d_backward(grad, x, weight, g, need_x, need_weight, need_bias, cols) -
     # [groups, c_out / groups, OH * OW * N]: the gradient as a factor of both gemms
     gt = columns.batch_last(grad, "factor").reshape(g.groups, c_out // g.groups, -1)
     gx = gw = gb = None
-    if need_x:
-        wg = weight.reshape(g.groups, c_out // g.groups, -1).transpose(0, 2, 1)
-        grad_cols = _matmul(wg, gt, "gemm").reshape(c_in * g.kernel[0] * g.kernel[1], -1)
-        padded = (h + 2 * g.padding[0], w + 2 * g.padding[1])
-        plane = columns.col2im(grad_cols, padded, out_hw, g.kernel, g.stride, g.dilation, "plane")
-        p0, p1 = g.padding
-        gx = _fresh(columns.batch_first(plane[:, p0 : p0 + h, p1 : p1 + w], (h, w)))
+    # The weight gradient first (the two are independent): its columns are then dead, and the
+    # input gradient's columns, of the same shape, can take their place.
+    free = given = None  # a dead buffer shaped like the columns; the caller's columns
     if need_weight:
         shape = (g.groups, c_in // g.groups * g.kernel[0] * g.kernel[1], gt.shape[-1])
         if cols is None:
             cols = _columns_of(x, g, out_hw, "cols")
+            free = cols  # this call's scratch
         elif cols.shape != shape or cols.dtype != x.dtype:
             raise ShapeError(
                 f"conv: columns of shape {fmt(cols.shape)} ({cols.dtype}) do not belong to "
                 f"this input and options (expected {fmt(shape)}, {x.dtype})"
             )
+        elif give_columns and cols.base is not None and cols.base.flags.writeable:
+            free = given = cols
         gw = _matmul(gt, cols.transpose(0, 2, 1)).reshape(weight.shape)
+    if need_x:
+        wg = weight.reshape(g.groups, c_out // g.groups, -1).transpose(0, 2, 1)
+        grad_cols = _matmul(wg, gt, "gemm", out=free)
+        grad_cols = grad_cols.reshape(c_in * g.kernel[0] * g.kernel[1], -1)
+        padded = (h + 2 * g.padding[0], w + 2 * g.padding[1])
+        plane = columns.col2im(grad_cols, padded, out_hw, g.kernel, g.stride, g.dilation, "plane")
+        p0, p1 = g.padding
+        gx = _fresh(columns.batch_first(plane[:, p0 : p0 + h, p1 : p1 + w], (h, w)))
+    if given is not None:
+        columns.recycle(given)
     if need_bias:
         gb = gt.reshape(c_out, -1).sum(axis=1)  # contiguous rows: one fast reduction
     return ConvGrads(x=gx, weight=gw, bias=gb)
@@ -310,12 +326,18 @@ def _zero_grads(grad, x, weight, need_x, need_weight, need_bias) -> ConvGrads:
     )
 
 
-def _matmul(a: np.ndarray, b: np.ndarray, slot=None) -> np.ndarray:
+def _matmul(a: np.ndarray, b: np.ndarray, slot=None, out=None) -> np.ndarray:
     """A batched matmul over the leading groups axis; one 2-D gemm when there is one group.
-    Into a scratch buffer when `slot` names one (see _columns.py).
+    Into `out` (a dead array of the result's shape and dtype) when given, else into a
+    scratch buffer when `slot` names one (see _columns.py). The same gemm either way: the
+    destination changes no bit (OpenBLAS computes with beta = 0 whatever C held).
 
     Without NumPy's "invalid value" warning: burn computes NaN from infinities silently."""
-    out = columns.scratch(slot, (a.shape[0], a.shape[1], b.shape[2]), np.result_type(a, b))
+    shape, dtype = (a.shape[0], a.shape[1], b.shape[2]), np.result_type(a, b)
+    if out is None or out.shape != shape or out.dtype != dtype:
+        out = columns.scratch(slot, shape, dtype)
+    elif not out.flags.writeable:
+        out.flags.writeable = True  # kept columns, read-only while they were shared
     with np.errstate(invalid="ignore"):
         if a.shape[0] == 1:
             np.matmul(a[0], b[0], out=out[0])
@@ -325,9 +347,13 @@ def _matmul(a: np.ndarray, b: np.ndarray, slot=None) -> np.ndarray:
 
 
 def _fresh(view: np.ndarray) -> np.ndarray:
-    """A new C-contiguous copy (never a view of a scratch buffer, unlike ascontiguousarray)."""
+    """A new C-contiguous copy (never a view of a scratch buffer, unlike ascontiguousarray).
+
+    `np.positive` copies every bit (NaN payloads and -0.0 included) and, unlike `copyto`,
+    walks the arrays in the order it is given: see `_memory_order`."""
     out = np.empty(view.shape, dtype=view.dtype)
-    np.copyto(out, view)
+    order = _memory_order(view)
+    np.positive(view.transpose(order), out=out.transpose(order))
     return out
 
 
@@ -336,8 +362,21 @@ def _with_bias(out_view: np.ndarray, bias) -> np.ndarray:
     if bias is None:
         return _fresh(out_view)
     out = np.empty(out_view.shape, dtype=out_view.dtype)
-    np.add(out_view, bias[None, :, None, None], out=out)
+    order = _memory_order(out_view)
+    b = bias[None, :, None, None]
+    np.add(out_view.transpose(order), b.transpose(order), out=out.transpose(order))
     return out
+
+
+def _memory_order(view: np.ndarray) -> tuple[int, ...]:
+    """The axes of `view` from its largest stride to its smallest (ties in axis order).
+
+    The results here are batch-first views of batch-last buffers: walked in the buffer's
+    order (reads contiguous, writes strided) the copy into a batch-first array took 0.9 ms
+    for LeNet's first conv output at batch 256, 2.9 ms walked in the output's order (measured,
+    AMD EPYC Zen 3). Each element gets the same operation either way: the bits are the same.
+    """
+    return tuple(sorted(range(view.ndim), key=lambda a: -abs(view.strides[a])))
 
 
 def _conv_out_hw(spatial, g: _Geometry, nd: int) -> tuple[int, int]:

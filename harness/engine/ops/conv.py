@@ -72,6 +72,17 @@ def _needs(s: SavedConv, tracked: Tracked) -> dict:
     }
 
 
+def _given(s: SavedConv) -> dict:
+    """The kept columns, taken out of the record and handed to the kernel, which overwrites
+    them with the input gradient's columns once the weight gradient has read them (LeNet's
+    step at batch 256: no second 15 MB buffer for its second conv), then recycles them for
+    the next forward of that size (harness.engine.kernels._columns). Only this record holds
+    them, and it is released after its step (harness.engine.autodiff): nothing reads them
+    again, and a rule run twice on one record would only re-gather them."""
+    columns, s.columns = s.columns, None
+    return {"columns": columns, "give_columns": columns is not None}
+
+
 def conv1d(*inputs: Array, stride, padding, dilation, groups, keep_columns=True):
     """burn's `conv1d(x, weight, bias, ConvOptions)`: x `[batch, in, length]`, weight `[out,
     in / groups, kernel]`; `keep_columns` keeps the im2col columns for the weight gradient
@@ -83,9 +94,7 @@ def conv1d(*inputs: Array, stride, padding, dilation, groups, keep_columns=True)
 
 
 def conv1d_backward(s: SavedConv, g: Array, tracked: Tracked) -> tuple[Grad, ...]:
-    r = kernels.conv1d_backward(
-        g, s.x, s.weight, **s.options, **_needs(s, tracked), columns=s.columns
-    )
+    r = kernels.conv1d_backward(g, s.x, s.weight, **s.options, **_needs(s, tracked), **_given(s))
     return _grads(s, r)
 
 
@@ -128,9 +137,7 @@ def conv2d(*inputs: Array, stride, padding, dilation, groups, keep_columns=True)
 
 
 def conv2d_backward(s: SavedConv, g: Array, tracked: Tracked) -> tuple[Grad, ...]:
-    r = kernels.conv2d_backward(
-        g, s.x, s.weight, **s.options, **_needs(s, tracked), columns=s.columns
-    )
+    r = kernels.conv2d_backward(g, s.x, s.weight, **s.options, **_needs(s, tracked), **_given(s))
     return _grads(s, r)
 
 
