@@ -32,3 +32,19 @@ def test_gather_with_more_rows_than_the_tensor_names_numpys_error():
     x = Tensor.from_floats([[1.0, 2.0], [3.0, 4.0]], AD)
     with pytest.raises(IndexError, match=r"^gather: index 2 is out of bounds for axis 0"):
         x.gather(1, Tensor.from_ints([[0], [1], [0]], AD))
+
+
+@pytest.mark.parametrize("rows", [1, 4, 32, 33, 200])  # both sides of _LIST_MIN_SIZE
+@pytest.mark.parametrize("where", [0, -1])
+def test_gather_finds_a_negative_index_among_few_or_many(rows, where):
+    import numpy as np
+
+    x = Tensor.from_numpy(np.arange(rows * 3, dtype=np.float32).reshape(rows, 3), AD)
+    index = np.full((rows, 1), 2, np.int64)
+    assert x.gather(1, Tensor.from_numpy(index, AD)).numpy().ravel().tolist() == [
+        3.0 * r + 2 for r in range(rows)
+    ]
+    index[where] = -2
+    with pytest.raises(IndexError) as err:
+        x.gather(1, Tensor.from_numpy(index, AD))
+    assert str(err.value) == "gather: index -2 out of bounds for dimension of size 3"

@@ -42,6 +42,18 @@ def check_indices(op: str, indices: Array, size: int) -> None:
         raise IndexError(f"{op}: index {raw} out of bounds for dimension of size {size}")
 
 
+# Up to this many indices, Python's min over a list is cheaper than a NumPy reduction (~0.4
+# vs ~1.5 us for a batch of 4 targets; even at ~32).
+_LIST_MIN_SIZE = 32
+
+
+def _lowest(indices: Array) -> int:
+    """The smallest index (indices non-empty)."""
+    if indices.size <= _LIST_MIN_SIZE:
+        return min(indices.ravel().tolist())
+    return np.minimum.reduce(indices, axis=None)
+
+
 def gather(x: Array, /, dim: int, indices: Array) -> tuple[Array, Gathered]:
     """`out[i][j] = self[i][indices[i][j]]` along `dim` (indices int64, same rank).
 

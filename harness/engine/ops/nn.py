@@ -37,8 +37,43 @@ def relu(x: Array, /) -> tuple[Array, SavedOutput]:
     (the default `relu` is `mask_fill(x <= 0)`) keep NaN; the engine follows flex, the seed's
     device.
     """
-    out = np.fmax(x, zero_of(x.dtype))  # fmax, as Rust's max: NaN gives the other operand
+    out = _fmax_zero(x)  # fmax, as Rust's max: NaN gives the other operand
     return out, SavedOutput(out)
+
+
+# np.fmax against a 0-d zero runs NumPy's scalar loop (no SIMD loop for a scalar operand of
+# the min/max family); against a contiguous array of zeros it runs the SIMD loop: a 128x256
+# float32 activation in ~5 us instead of ~11 us. Elementwise, so the same bits whichever loop
+# and however the array is cut (every float32 bit pattern: tests/engine/test_relu_simd.py).
+# Below ~2048 elements the scalar loop is the faster one.
+_SIMD_MIN = 2048
+_ZERO_BLOCK = 1 << 16  # elements: 256 KiB of float32 zeros, 512 KiB of float64
+
+
+def _zero_block(dtype) -> np.ndarray:
+    block = np.zeros(_ZERO_BLOCK, dtype)
+    block.flags.writeable = False
+    return block
+
+
+_ZERO_BLOCKS = {np.dtype(t): _zero_block(t) for t in (np.float32, np.float64)}
+
+
+def _fmax_zero(x: Array) -> Array:
+    """`np.fmax(x, 0)` in x's dtype, through the SIMD loop where that is the faster one."""
+    block = _ZERO_BLOCKS.get(x.dtype)
+    n = x.size
+    if block is None or n < _SIMD_MIN or not x.flags.c_contiguous:
+        return np.fmax(x, zero_of(x.dtype))
+    if n <= _ZERO_BLOCK:
+        return np.fmax(x, block[:n].reshape(x.shape))
+    out = np.empty_like(x)
+    src = x.reshape(-1)
+    dst = out.reshape(-1)
+    for start in range(0, n, _ZERO_BLOCK):
+        stop = min(start + _ZERO_BLOCK, n)
+        np.fmax(src[start:stop], block[: stop - start], out=dst[start:stop])
+    return out
 
 
 def relu_backward(s: SavedOutput, g: Array, tracked: Tracked) -> tuple[Grad]:
