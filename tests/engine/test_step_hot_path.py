@@ -4,6 +4,7 @@ out-of-bounds index before any other indexing error (the texts of check_indices)
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from harness.engine import Device, Tensor
@@ -37,8 +38,6 @@ def test_gather_with_more_rows_than_the_tensor_names_numpys_error():
 @pytest.mark.parametrize("rows", [1, 4, 32, 33, 200])  # both sides of _LIST_MIN_SIZE
 @pytest.mark.parametrize("where", [0, -1])
 def test_gather_finds_a_negative_index_among_few_or_many(rows, where):
-    import numpy as np
-
     x = Tensor.from_numpy(np.arange(rows * 3, dtype=np.float32).reshape(rows, 3), AD)
     index = np.full((rows, 1), 2, np.int64)
     assert x.gather(1, Tensor.from_numpy(index, AD)).numpy().ravel().tolist() == [
