@@ -168,20 +168,17 @@ def few_float_stats(a: np.ndarray, b: np.ndarray, name: str, tol: Tolerance) -> 
         k, worst = largest_magnitude(diff)
         if not math.isfinite(worst):
             return None
-        if worst == 0.0:
-            if not has_opposite_signs(bits_a, bits_b, np.empty_like(bits_a)):
-                return float_fields(
-                    a, b, best_index=0, best_ulp=0, max_rel=0.0, max_ulp=0,
-                    histogram=(a.size,), bit_identical=True, mismatches=0,
-                )  # fmt: skip
-            opposite = True  # equal values, some +-0 pair of opposite sign bits
+        if worst == 0.0 and not has_opposite_signs(bits_a, bits_b, np.empty_like(bits_a)):
+            return float_fields(
+                a, b, best_index=0, best_ulp=0, max_rel=0.0, max_ulp=0,
+                histogram=(a.size,), bit_identical=True, mismatches=0,
+            )  # fmt: skip
         rel = np.divide(diff, cb)
         extremes = quotient_extremes(rel)
         max_rel = max(0.0, largest_quotient(rel, extremes))
-        if worst != 0.0:
-            opposite = signs_may_differ(extremes[1]) and has_opposite_signs(
-                bits_a, bits_b, rel.view(bits_a.dtype)
-            )
+        # (equal values with a +-0 pair of opposite signs: that pair's 0 / 0 makes the XOR run)
+        scratch = rel.view(bits_a.dtype)  # the quotients are spent
+        opposite = signs_may_differ(extremes[1]) and has_opposite_signs(bits_a, bits_b, scratch)
         dist = finite_distances(bits_a, bits_b, opposite, worst, FLOAT_LAYOUT[name][1])
         dist_max = dist.item(dist.argmax())
         atol, mismatches = round_down(tol.atol, ca.dtype), 0

@@ -14,23 +14,16 @@ import pytest
 import harness.diff as diff_module
 from harness.diff import diff_arrays
 from harness.diff_stats import dtype_name, signs_may_differ
-from harness.float_dtypes import BFLOAT16
 from harness.tolerances import Tolerance
 from harness.ulp import ordered_int
-
-DTYPES = [np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64)]
-UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+from tests.test_diff_few import DTYPES, UINT, finite_pool
 
 
 def pool(dtype) -> np.ndarray:
-    width = UINT[dtype.itemsize]
-    ones = np.array([1.0, -1.0], np.float64).astype(dtype)
-    tiny = np.array([1, 3], width).view(dtype)
-    largest = (np.array([np.inf], np.float64).astype(dtype).view(width) - 1).view(dtype)
-    values = [ones, (ones.view(width) + 1).view(dtype), (ones.view(width) - 1).view(dtype)]
-    values += [tiny, -tiny, largest, -largest]
-    values.append(np.array([0.0, -0.0, 2.0, -0.5, 1e-3, 3.0], np.float64).astype(dtype))
-    return np.concatenate(values)
+    """test_diff_few's finite pool, with the largest negative value it leaves out (its pairs
+    with +max overflow, and assert_claim drops the overflowing pairs as the scan does)."""
+    values = finite_pool(dtype)
+    return np.append(values, -values.max())
 
 
 def random_finite(dtype, n: int, seed: int) -> np.ndarray:

@@ -22,7 +22,7 @@ Kept columns (a forward's, for its backward) outlive the call, so they cannot be
 backward that was handed them gives their buffer back (`recycle`) and the next forward of
 the same size takes it (`KEPT`) instead of fresh memory. Without that, glibc returned the
 freed top of its heap to the system after each LeNet step at batch 256 and the next step
-faulted ~4,500 pages back in (63 ms a step instead of 44, measured on AMD EPYC Zen 3).
+faulted ~4,500 pages back in (63 ms a step instead of 44, measured on AMD EPYC Zen 4).
 """
 
 from __future__ import annotations

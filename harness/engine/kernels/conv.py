@@ -374,7 +374,7 @@ def _memory_order(view: np.ndarray) -> tuple[int, ...]:
     The results here are batch-first views of batch-last buffers: walked in the buffer's
     order (reads contiguous, writes strided) the copy into a batch-first array took 0.9 ms
     for LeNet's first conv output at batch 256, 2.9 ms walked in the output's order (measured,
-    AMD EPYC Zen 3). Each element gets the same operation either way: the bits are the same.
+    AMD EPYC Zen 4). Each element gets the same operation either way: the bits are the same.
     """
     return tuple(sorted(range(view.ndim), key=lambda a: -abs(view.strides[a])))
 

@@ -159,7 +159,7 @@ def _batch_last_view(a: np.ndarray) -> np.ndarray:
     """`a` `[N, C, H, W]` seen as `[C, H, W, N]`: results are written through it in the
     batch-last order the scan computed them in (contiguous reads, strided writes), 2-3x
     faster than a copy walked in the result's order (LeNet's first pool at batch 256:
-    0.74 -> 0.27 ms for the int64 indices, measured on AMD EPYC Zen 3)."""
+    0.74 -> 0.27 ms for the int64 indices, measured on AMD EPYC Zen 4)."""
     return a.transpose(1, 2, 3, 0)
 
 
@@ -175,7 +175,7 @@ def _running_max(taps):
         # The taps come in increasing order, so `arg` (>= 0) is below t: max(arg, take * t)
         # is t where taken and arg elsewhere. Arithmetic, not a masked copy (no branch per
         # element): two passes instead of three, and no temporaries (LeNet's first pool at
-        # batch 256: 1.25 -> 0.78 ms, measured on AMD EPYC Zen 3).
+        # batch 256: 1.25 -> 0.78 ms, measured on AMD EPYC Zen 4).
         np.multiply(take, t, out=taken, dtype=np.int32)
         np.maximum(arg, taken, out=arg)
     return best, arg
