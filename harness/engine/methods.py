@@ -6,7 +6,8 @@ The method runs the forward on the tensor's values and hands the output and the 
 to one of the `*_result` functions here: a plain tensor on the plain device, an untracked one
 when no input is tracked, else a graph node holding the primitive's current backward rule.
 Results are built with the operand's own class (always `Tensor`), so this module needs no
-import of it.
+import of it. Each method reads `op.forward` when it runs, not once when it is built: a
+recorded step (harness.engine.tape) swaps the forwards while it records.
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def unary_method(op: Primitive):
     """`t.<op>(params...)`: the forward on the tensor's values, tracked like the tensor."""
     return _compiled(
         op,
-        "out, saved = forward(self._data{params})\n    return unary_result(self, op, out, saved)",
+        "out, saved = op.forward(self._data{params})\n    return unary_result(self, op, out, saved)",
     )
 
 
@@ -172,28 +173,26 @@ def untracked_method(op: Primitive):
     """`t.<op>(params...)` for an op whose output is never tracked. Every such forward returns
     a new array (argmax/argmin, bool_not, int, float, the `*_like` constants), so the result
     is always a new tensor."""
-    return _compiled(op, "return untracked_result(self, forward(self._data{params}))")
+    return _compiled(op, "return untracked_result(self, op.forward(self._data{params}))")
 
 
 def binary_method(op: Primitive):
     """`t.<op>(other)` for two tensors (broadcasting)."""
-    forward = op.forward
 
     def method(self, other):
-        return binary_result(self, other, op, forward)
+        return binary_result(self, other, op, op.forward)
 
     return _named(method, op)
 
 
 def compare_method(op: Primitive):
     """`t.<op>(other)` against a tensor (broadcasting) or a scalar cast to the dtype."""
-    forward = op.forward
 
     def method(self, other):
         if other.__class__ is self.__class__:
-            return binary_result(self, other, op, forward)
+            return binary_result(self, other, op, op.forward)
         x = self._data
-        return untracked_result(self, forward(x, scalar_of(x, other)))
+        return untracked_result(self, op.forward(x, scalar_of(x, other)))
 
     return _named(method, op)
 
@@ -201,20 +200,18 @@ def compare_method(op: Primitive):
 def param_binary_method(op: Primitive):
     """`t.<op>(param, other)`: a two-tensor op whose one parameter comes before the other
     tensor, in burn's argument order (`slice_assign(ranges, values)`)."""
-    forward = op.forward
 
     def method(self, param, other):
-        return binary_result(self, other, op, lambda x, y: forward(x, y, param))
+        return binary_result(self, other, op, lambda x, y: op.forward(x, y, param))
 
     return _named(method, op)
 
 
 def indexed_method(op: Primitive):
     """`t.<op>(indices)`: a one-tensor op taking an int tensor of indices (`gather_nd`)."""
-    forward = op.forward
 
     def method(self, indices):
-        out, saved = forward(self._data, indices._data)
+        out, saved = op.forward(self._data, indices._data)
         return unary_result(self, op, out, saved)
 
     return _named(method, op)
@@ -230,7 +227,6 @@ def _compiled(op: Primitive, body: str):
     passed = "".join(f", {p.name}" for p in params)
     source = f"def {op.name}(self{passed}):\n    " + body.replace("{params}", passed) + "\n"
     namespace = {
-        "forward": op.forward,
         "op": op,
         "unary_result": unary_result,
         "untracked_result": untracked_result,

@@ -143,9 +143,9 @@ class CrossEntropyLoss(Module):
     def _forward_default(self, logits: Tensor, targets: Tensor) -> Tensor:
         (batch,) = targets.shape
         mask = self._padding_mask(targets)
-        # burn's `targets.reshape([batch, 1])`: int data, never tracked (burn's autodiff int
-        # tensors have no graph node either), so a plain view suffices: no node to allocate.
-        indices = Tensor._plain(targets._data.reshape(batch, 1))
+        # burn's `targets.reshape([batch, 1])`, as an op (not a view of `_data`): a recorded
+        # step (harness.engine.tape) replays it, so the labels of every call are gathered.
+        indices = targets.reshape([batch, 1])
         if self.logits:
             picked = logits.log_softmax(1).gather(1, indices)
         else:

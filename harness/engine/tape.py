@@ -1,0 +1,570 @@
+"""Recorded steps: a loss and its gradients, replayed from a flat tape without per-op objects.
+
+`step = recorded(fn)`, then `loss, grads = step(*args)` is `loss = fn(*args); grads =
+loss.backward()`: the same values, gradients, `Gradients` container (a fresh one per call,
+keyed by the leaves' node ids, in the same order), the same consumed loss (a second
+`backward()` on it raises burn's no-step error) and the same errors from the kernels and rules.
+
+How: the first two calls with one *key* (the structure of the arguments: every tensor's shape,
+dtype and requirement, which tensors are the same node, module classes and field names, every
+other argument's value) run eagerly while the primitives' forwards are swapped for recording
+ones (`op.forward` is read at each call, harness.engine.methods), so each call writes a tape:
+the forward calls with their arguments as slots or constants, and the backward walk (the steps
+in `harness.engine.autodiff`'s order, each parent a step or a leaf). When the two tapes agree,
+later calls with that key replay it: the same forward kernels on the new arguments' arrays,
+then the rules in the same order, summing each gradient in the same order. No Tensor, Node or
+per-op closure is built, which is most of a small model's step (about 0.3-0.5 us per op, and
+the walk).
+
+What stays eager, for that key (correct, not faster):
+- a value read through the API while recording (`numpy`, `tolist`, `into_scalar`, `__array__`,
+  `repr`): control flow or a Python number may depend on the values;
+- two tapes that differ: another op sequence (control flow on state outside the arguments), or
+  an array that is not the same object in both calls where neither came from an argument or a
+  recorded forward (random masks, arrays computed from `_data` outside a primitive);
+- graph nodes the tape does not know: a tracked argument that is an op output (its graph goes on
+  outside `fn`), steps built outside `tracked_output` (the fused recurrent kernels), a root that
+  is no op output, a step an earlier backward consumed.
+A key seen for the first time is recorded again, so a changed shape, dtype, requires-grad set
+or Python argument never replays another key's tape.
+
+The contract, as `jax.jit`'s: `fn` reads its inputs through its arguments (a tensor it captures
+is a constant of the tape) and reads values only through the API above (`_data` is private).
+Node ids are the one difference a caller can see: a replay draws only the loss's, so the ids
+of later tensors differ from an eager run's (ids are never in outputs).
+
+burn has no such tape (its `burn-fusion` records a stream of ops to fuse them); this one only
+saves Python time and keeps burn-autodiff's semantics (crates/burn-autodiff/src/graph/
+traversal.rs: the same walk; commit 2c06be351006851d42fdb6df16b976f4a82d9747).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import autodiff, methods
+from .autodiff import GRAD, GRAD_IN_BACKWARD, Gradients, Node
+from .errors import RuleArityError
+from .module.core import Module, Param
+from .ops.base import PRIMITIVES
+from .tensor import Tensor
+
+__all__ = ["Recorded", "recorded"]
+
+_AUTODIFF = autodiff._AUTODIFF
+_NDARRAY = np.ndarray
+_new = object.__new__
+_PENDING = object()  # a step's gradient slot before any gradient reached it
+_TRACKED = object()  # stands for a tracked parent in a rule's `tracked` tuple
+# A forward argument: ("slot", k), or ("const", value). Python values that are not arrays are
+# compared by type and value across the two tapes, arrays and other objects by identity.
+_SLOT = "slot"
+_CONST = "const"
+_VALUE_READS = ("numpy", "tolist", "into_scalar", "__array__", "__repr__")
+_EAGER = "eager"  # a key that always runs eagerly
+
+
+def recorded(fn) -> Recorded:
+    """`fn(*args) -> loss` as a callable returning `(loss, grads)`, replayed per key."""
+    return Recorded(fn)
+
+
+class Recorded:
+    """A function's loss and gradients, recorded per argument key and replayed (see module).
+
+    `eager_keys` and `replayed_keys` say how many keys took which path (for tests and reports).
+    """
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        self._tapes: dict = {}  # key -> Tape, _EAGER, or ("first", Tape)
+        self.reasons: dict = {}  # key -> why it stays eager
+
+    @property
+    def eager_keys(self) -> int:
+        return sum(1 for t in self._tapes.values() if t is _EAGER)
+
+    @property
+    def replayed_keys(self) -> int:
+        return sum(1 for t in self._tapes.values() if t.__class__ is _Tape)
+
+    def __call__(self, *args):
+        tensors: list = []
+        try:
+            key = _key(args, tensors)
+        except _Unkeyable:
+            return _eager(self.fn, args)
+        tape = self._tapes.get(key)
+        if tape.__class__ is _Tape:
+            return tape.replay(tensors)
+        if tape is _EAGER or _Recorder.active is not None:
+            return _eager(self.fn, args)
+        return self._record(key, args, tensors, tape)
+
+    def _record(self, key, args, tensors, first):
+        try:
+            loss, grads, tape = _Recorder(tensors).run(self.fn, args)
+        except _Unreplayable as why:
+            self._tapes[key] = _EAGER
+            self.reasons[key] = str(why)
+            return why.result
+        if first is None:
+            self._tapes[key] = ("first", tape)
+        elif first[1].same_as(tape):
+            self._tapes[key] = tape
+        else:
+            self._tapes[key] = _EAGER
+            self.reasons[key] = "two calls recorded different tapes"
+        return loss, grads
+
+
+def _eager(fn, args):
+    loss = fn(*args)
+    return loss, loss.backward()
+
+
+# ---- the key --------------------------------------------------------------------------------
+
+
+class _Unkeyable(Exception):
+    """An argument without a key (unhashable): the call runs eagerly."""
+
+
+def _key(args, tensors: list) -> tuple:
+    parts: list = []
+    _parts(args, parts, tensors)
+    # Aliases: the same node twice is another graph, the same array twice other slots.
+    arrays = [id(t._data) for t in tensors]
+    if len(set(arrays)) != len(arrays):
+        ids = [t._node.id if t._node is not None else None for t in tensors]
+        parts.append(tuple(arrays.index(i) for i in arrays))
+        parts.append(tuple(ids.index(i) for i in ids))
+    return tuple(parts)
+
+
+def _parts(values, parts: list, tensors: list) -> None:
+    for value in values:
+        cls = value.__class__
+        if cls is Param:
+            value = value._value
+            cls = Tensor
+        if cls is Tensor:
+            data = value._data
+            node = value._node
+            parts.append((data.shape, data.dtype, None if node is None else node.requirement))
+            tensors.append(value)
+        elif isinstance(value, Module):
+            parts.append(cls)
+            fields = value.__dict__
+            parts.append(tuple(fields))
+            _parts(fields.values(), parts, tensors)
+        elif cls is list or cls is tuple:
+            parts.append((cls, len(value)))
+            _parts(value, parts, tensors)
+        else:
+            try:
+                hash(value)
+            except TypeError:
+                raise _Unkeyable from None
+            parts.append((cls, value))
+
+
+# ---- recording --------------------------------------------------------------------------------
+
+
+class _Unreplayable(Exception):
+    """The recorded call cannot be replayed; `result` is its eager (loss, grads)."""
+
+    def __init__(self, reason: str, result=None) -> None:
+        super().__init__(reason)
+        self.result = result
+
+
+@dataclass(slots=True)
+class _Forward:
+    op: object  # the Primitive: its rule is read at replay, as tracked_output reads it
+    fn: object  # the forward that ran (the registered one, half dispatch included)
+    args: tuple  # (_SLOT, k) / (_CONST, value) per positional argument
+    kwargs: tuple  # (name, (_SLOT, k) / (_CONST, value))
+    pair: bool  # the forward returns (out, saved)
+    out: int  # the output's slot
+    free: tuple = ()  # slots last read by this call, dropped after it (peak memory)
+
+
+@dataclass(slots=True)
+class _Step:
+    forward: int  # index of the forward whose output's step this is
+    parents: tuple  # per parent: None, a step index (>= 0) or -1 - a leaf index
+    tracked: tuple  # what the rule gets as `tracked`: None or _TRACKED per parent
+
+
+class _Recorder:
+    """Records one eager call: forwards while `fn` runs, then the backward walk."""
+
+    active: _Recorder | None = None
+
+    def __init__(self, tensors: list) -> None:
+        self.tensors = tensors
+        self.slots: dict[int, int] = {}  # id(array) -> slot
+        self.alive: list = []  # every array a slot names: ids stay unique while recording
+        self.forwards: list[_Forward] = []
+        self.by_out: dict[int, int] = {}  # id(out) -> forward index
+        self.node_forward: dict[int, int] = {}  # node id -> forward index
+        self.value_read = False
+        self.refused = ""  # why the tape cannot replay what was recorded, found mid-call
+        self.depth = 0
+        for t in tensors:  # slot k is argument tensor k (a shared array: its first slot)
+            self.slots.setdefault(id(t._data), len(self.alive))
+            self.alive.append(t._data)
+
+    def _slot(self, array) -> int:
+        k = self.slots.get(id(array))
+        if k is None:
+            k = self.slots[id(array)] = len(self.alive)
+            self.alive.append(array)
+        return k
+
+    def run(self, fn, args):
+        start = autodiff.next_node_id()
+        with self._swapped():
+            loss = fn(*args)
+        if self.value_read:
+            raise _Unreplayable("a tensor value was read while recording", _eager_rest(loss))
+        if self.refused:
+            raise _Unreplayable(self.refused, _eager_rest(loss))
+        tape = self._tape(loss, start)  # raises _Unreplayable with the eager result
+        return loss, loss.backward(), tape
+
+    # -- the swaps: forwards record, value reads mark, tracked outputs name their forward --
+
+    @contextlib.contextmanager
+    def _swapped(self):
+        saved_forwards = {op: op.forward for op in PRIMITIVES.values()}
+        saved_reads = {name: Tensor.__dict__[name] for name in _VALUE_READS}
+        tracked_output = methods.tracked_output
+        _Recorder.active = self
+        try:
+            for op, forward in saved_forwards.items():
+                op.forward = self._recording(op, forward)
+            for name, method in saved_reads.items():
+                setattr(Tensor, name, self._reading(method))
+            methods.tracked_output = self._tracked_output(tracked_output)
+            yield
+        finally:
+            methods.tracked_output = tracked_output
+            for name, method in saved_reads.items():
+                setattr(Tensor, name, method)
+            for op, forward in saved_forwards.items():
+                op.forward = forward
+            _Recorder.active = None
+
+    def _recording(self, op, forward):
+        recorder = self
+
+        def recording(*args, **kwargs):
+            if recorder.depth:  # a forward inside a forward: the outer call is the record
+                return forward(*args, **kwargs)
+            recorder.depth += 1
+            try:
+                result = forward(*args, **kwargs)
+            finally:
+                recorder.depth -= 1
+            recorder._note(op, forward, args, kwargs, result)
+            return result
+
+        return recording
+
+    def _reading(self, method):
+        recorder = self
+
+        def reading(*args, **kwargs):
+            recorder.value_read = True
+            return method(*args, **kwargs)
+
+        return reading
+
+    def _tracked_output(self, tracked_output):
+        recorder = self
+
+        def recording(cls, out, parents, order, op, saved):
+            t = tracked_output(cls, out, parents, order, op, saved)
+            index = recorder.by_out.get(id(out))
+            if index is not None:
+                recorder.node_forward[t._node.id] = index
+            return t
+
+        return recording
+
+    def _note(self, op, forward, args, kwargs, result) -> None:
+        pair = result.__class__ is tuple
+        out = result[0] if pair else result
+        float_path = getattr(forward, "float_path", None)  # the half dispatch (ops.half)
+        if float_path is not None and args and getattr(args[0], "dtype", None) is not None:
+            if args[0].dtype.itemsize != 2:  # the dispatcher's own test; dtypes are keyed
+                forward = float_path
+        entry = _Forward(
+            op,
+            forward,
+            tuple(self._arg(a) for a in args),
+            tuple((name, self._arg(v)) for name, v in kwargs.items()),
+            pair,
+            -1,
+        )
+        if out.__class__ is _NDARRAY:  # else the result functions wrap it in a new array
+            entry.out = self._slot(out)
+            self.by_out[id(out)] = len(self.forwards)
+        self.forwards.append(entry)
+
+    def _arg(self, value):
+        if value.__class__ is _NDARRAY:
+            k = self.slots.get(id(value))
+            return (_SLOT, k) if k is not None else (_CONST, value)
+        if value.__class__ is tuple or value.__class__ is list:
+            if any(id(v) in self.slots for v in value if v.__class__ is _NDARRAY):
+                self.refused = "a forward took a container of graph arrays"
+        return (_CONST, value)
+
+    # -- the backward walk --
+
+    def _tape(self, loss, start: int) -> _Tape:
+        node = loss._node if loss.__class__ is Tensor else None
+        if node is None or node.requirement is not GRAD_IN_BACKWARD or node.rule is None:
+            raise _Unreplayable("the loss is not an op output on the autodiff device",
+                                _eager_rest(loss))
+        leaf_index = {}
+        for i, t in enumerate(self.tensors):
+            n = t._node
+            if n is not None and n.requirement is GRAD_IN_BACKWARD:
+                raise _Unreplayable("a tracked argument is an op output", _eager_rest(loss))
+            if n is not None and n.requirement is GRAD:
+                leaf_index.setdefault(n.id, i)
+        steps = autodiff._collect_steps(node)
+        for step in steps:  # collected, not run: the eager backward after this walks again
+            step.grad = None
+        place = {step.id: k for k, step in enumerate(steps)}
+        recorded: list[_Step] = []
+        leaves: list = []  # per leaf index: an argument index, or ("const", node id)
+        leaf_of: dict[int, int] = {}
+        for step in steps:
+            forward = self.node_forward.get(step.id)
+            if forward is None or step.id < start:
+                raise _Unreplayable("a step the tape did not record", _eager_rest(loss))
+            parents = []
+            for parent in step.parents:
+                if parent is None:
+                    parents.append(None)
+                elif parent.id in place:
+                    parents.append(place[parent.id])
+                elif parent.rule is None and parent.requirement is GRAD:
+                    j = leaf_of.get(parent.id)
+                    if j is None:
+                        j = leaf_of[parent.id] = len(leaves)
+                        arg = leaf_index.get(parent.id)
+                        leaves.append(arg if arg is not None else (_CONST, parent.id))
+                    parents.append(-1 - j)
+                else:  # a consumed step or an untracked intermediate from outside fn
+                    raise _Unreplayable("a parent the tape cannot replay", _eager_rest(loss))
+            tracked = tuple(None if p is None else _TRACKED for p in step.parents)
+            recorded.append(_Step(forward, tuple(parents), tracked))
+        root = self.forwards[recorded[0].forward].out
+        _mark_last_reads(self.forwards, root)
+        return _Tape(self.forwards, recorded, tuple(leaves), self.tensors, root, node.order,
+                     len(self.alive))
+
+
+def _eager_rest(loss):
+    """The eager result of a call whose tape is refused after `fn` ran: its backward."""
+    return loss, loss.backward()
+
+
+def _mark_last_reads(forwards: list[_Forward], root: int) -> None:
+    """Each forward drops the slots it was the last to read: a replay holds what the eager
+    run's live tensors would, not every intermediate (the root stays: it is the loss)."""
+    last: dict[int, int] = {}
+    for i, entry in enumerate(forwards):
+        for k in _slots_of(entry):
+            last[k] = i
+    per: dict[int, list] = {}
+    for k, i in last.items():
+        if k != root:
+            per.setdefault(i, []).append(k)
+    for i, ks in per.items():
+        forwards[i].free = tuple(ks)
+
+
+def _slots_of(entry: _Forward):
+    for kind, value in (*entry.args, *(v for _, v in entry.kwargs)):
+        if kind is _SLOT:
+            yield value
+
+
+# ---- the tape ----------------------------------------------------------------------------------
+
+
+class _Tape:
+    """One key's forward calls and backward steps (see module)."""
+
+    def __init__(self, forwards, steps, leaves, tensors, root, order, n_slots) -> None:
+        self.forwards = forwards
+        self.steps = steps
+        self.leaves = leaves
+        self.root = root
+        self.order = order
+        self.n_slots = n_slots
+        self.n_args = len(tensors)
+        self._calls = [_compiled_call(e) for e in forwards]
+
+    def same_as(self, other: _Tape) -> bool:
+        """Both calls recorded the same tape: ops, wiring, constants, steps and leaves."""
+        if (len(self.forwards), self.root, self.leaves, self.order) != (
+            len(other.forwards),
+            other.root,
+            other.leaves,
+            other.order,
+        ):
+            return False
+        for a, b in zip(self.forwards, other.forwards, strict=True):
+            if a.op is not b.op or a.fn is not b.fn or a.pair != b.pair or a.out != b.out:
+                return False
+            if [n for n, _ in a.kwargs] != [n for n, _ in b.kwargs]:
+                return False
+            if not _same_args(a.args + tuple(v for _, v in a.kwargs),
+                              b.args + tuple(v for _, v in b.kwargs)):
+                return False
+        return [(s.forward, s.parents) for s in self.steps] == [
+            (s.forward, s.parents) for s in other.steps
+        ]
+
+    def replay(self, tensors: list):
+        slots = [None] * self.n_slots
+        for k in range(self.n_args):
+            slots[k] = tensors[k]._data
+        saveds = [None] * len(self._calls)
+        for i, (fn, base, at, kwargs, pair, out, free) in enumerate(self._calls):
+            args = base.copy()
+            for p, k in at:
+                args[p] = slots[k]
+            if kwargs:
+                result = fn(*args, **{n: slots[k] if k is not None else v for n, k, v in kwargs})
+            else:
+                result = fn(*args)
+            if pair:
+                result, saveds[i] = result
+            if out >= 0:
+                slots[out] = result
+            for k in free:
+                slots[k] = None
+        value = slots[self.root]
+        leaf_ids = [tensors[j]._node.id if j.__class__ is int else j[1] for j in self.leaves]
+        grads = self._backward(saveds, value, leaf_ids)
+        return _consumed_loss(value, self.order), grads
+
+    def _backward(self, saveds, value, leaf_ids) -> Gradients:
+        """autodiff._run_steps over slots: the same rules, in the same order, each gradient
+        summed in the same order."""
+        steps = self.steps
+        pending = _PENDING
+        g_of = [pending] * len(steps)
+        g_of[0] = autodiff._ones(value.shape, value.dtype)
+        leaves: dict[int, np.ndarray] = {}
+        get = leaves.get
+        for k, step in enumerate(steps):
+            g = g_of[k]
+            g_of[k] = None
+            saved = saveds[step.forward]
+            saveds[step.forward] = None
+            if g is pending:
+                continue
+            rule = self.forwards[step.forward].op.backward  # read now, as tracked_output does
+            if g.dtype.itemsize != 2:  # the half dispatcher's test, without its call
+                rule = getattr(rule, "float_path", rule)
+            parents = step.parents
+            grads = rule(saved, g, step.tracked)
+            if len(grads) != len(parents):
+                raise RuleArityError(
+                    f"rule {rule.__name__} returned {len(grads)} gradient(s) "
+                    f"for {len(parents)} input(s)"
+                )
+            for j, gp in zip(parents, grads):  # noqa: B905 (as _run_steps)
+                if j is None or gp is None:
+                    continue
+                if j >= 0:
+                    prev = g_of[j]
+                    g_of[j] = gp if prev is pending else prev + gp
+                else:
+                    pid = leaf_ids[-1 - j]
+                    prev = get(pid)
+                    leaves[pid] = gp if prev is None else prev + gp
+        result = _new(Gradients)
+        result._grads = leaves
+        return result
+
+
+def _compiled_call(entry: _Forward) -> tuple:
+    """(forward, positional base, (position, slot) pairs, kwargs, pair, out, free): the base
+    holds the constants, the slots fill in per replay. A container argument holding a slot
+    would need a builder per call; the recorder refuses it instead (`_Recorder._arg`)."""
+    base = [value for _, value in entry.args]
+    at = tuple((p, value) for p, (kind, value) in enumerate(entry.args) if kind is _SLOT)
+    for p, _ in at:
+        base[p] = None
+    kwargs = tuple(
+        (name, value, None) if kind is _SLOT else (name, None, value)
+        for name, (kind, value) in entry.kwargs
+    )
+    return (entry.fn, base, at, kwargs, entry.pair, entry.out, entry.free)
+
+
+def _same_args(a: tuple, b: tuple) -> bool:
+    """Slots equal, arrays and other objects the same object, Python values equal (and of one
+    type: 1 and 1.0 and True are other constants)."""
+    if len(a) != len(b):
+        return False
+    for (ka, va), (kb, vb) in zip(a, b, strict=True):
+        if ka is not kb:
+            return False
+        if ka is _SLOT:
+            if va != vb:
+                return False
+        elif not _same_value(va, vb):
+            return False
+    return True
+
+
+def _same_value(a, b) -> bool:
+    """One constant in both tapes: the same object, or equal Python / NumPy values of one type
+    (so 1, 1.0 and True differ), containers item by item."""
+    if a is b:
+        return True
+    cls = a.__class__
+    if cls is not b.__class__:
+        return False
+    if cls is tuple or cls is list:
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
+    if cls in _VALUES or isinstance(a, (np.generic, np.dtype)):
+        return bool(a == b)
+    return False
+
+
+# Python values a forward takes as parameters, compared by value across two tapes (a float
+# NaN never equals itself, so a NaN parameter keeps its key eager: correct, if slower).
+# Arrays are never compared by value: a constant array must be the same object.
+_VALUES = frozenset({int, float, bool, str, type(None), slice, type(Ellipsis), complex})
+
+
+def _consumed_loss(value, order: int) -> Tensor:
+    """The loss as the eager run leaves it after backward: its step consumed, no parents."""
+    node = _new(Node)
+    node.id = autodiff.next_node_id()
+    node.requirement = GRAD_IN_BACKWARD
+    node.parents = ()
+    node.order = order
+    node.rule = node.saved = node.grad = None
+    t = _new(Tensor)
+    t._data = value
+    t.device = _AUTODIFF
+    t._node = node
+    return t
