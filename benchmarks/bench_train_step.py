@@ -1,6 +1,7 @@
 """One SGD training step (forward, backward, update) of Linear-ReLU-Linear + cross-entropy,
 float32, three sizes: the engine against PyTorch eager and against a hand-written NumPy
-forward/backward (the floor), interleaved in one process (``benchmarks/mlp.py``).
+forward/backward (the floor), interleaved in one process (``benchmarks/mlp.py``); the engine
+twice, eager and replaying a recorded tape (harness.engine.tape).
 
 Run: ``make bench ARGS=benchmarks/bench_train_step.py``. After the timed rounds every side has
 taken the same number of steps from the same start, and their parameters must agree; the
@@ -17,6 +18,8 @@ import peak_memory
 import pytest
 
 FRAMEWORKS = ("engine", "torch", "numpy")
+# The step timed: the engine eager and on a recorded tape (harness.engine.tape), interleaved.
+TIMED = ("engine", "tape", "torch", "numpy")
 # Steps per timed call, so that a tiny step is not lost in the timer's resolution.
 INNER = {"tiny": 20, "medium": 1, "large": 1}
 MAX_ROUNDS = {"tiny": 500, "medium": 300, "large": 10}
@@ -26,11 +29,11 @@ MEMORY_STEPS = 3
 @pytest.mark.parametrize("size", list(mlp.SIZES))
 def test_sgd_step(interleaved, size):
     mlp.pin_threads()
-    trainers = {fw: mlp.SETUPS[fw](size) for fw in FRAMEWORKS}
+    trainers = {fw: mlp.SETUPS[fw](size) for fw in TIMED}
     interleaved(
         f"sgd step {size} / numpy",
         {fw: t.step for fw, t in trainers.items()},
-        also=[f"sgd step {size} / torch"],
+        also=[f"sgd step {size} / torch", f"sgd step {size} tape / numpy"],
         inner=INNER[size],
         max_rounds=MAX_ROUNDS[size],
     )

@@ -54,7 +54,9 @@ def make_data(size: str):
     return (w1, b1, w2, b2), x, y
 
 
-def engine_setup(size: str, optimizer: str = "sgd") -> Trainer:
+def engine_setup(size: str, optimizer: str = "sgd", tape: bool = False) -> Trainer:
+    """The engine's step; with ``tape``, loss and gradients come from a recorded step
+    (harness.engine.tape: replayed from the third step on, the same bits)."""
     from harness.engine import (
         AdamConfig,
         CrossEntropyLossConfig,
@@ -86,11 +88,19 @@ def engine_setup(size: str, optimizer: str = "sgd") -> Trainer:
     optim = (AdamConfig(epsilon=ADAM_EPSILON) if optimizer == "adam" else SgdConfig()).init()
     lr = LR[optimizer]
 
+    def loss_and_grads(model, x, y):
+        loss = loss_fn.forward(model.forward(x), y)
+        return loss, loss.backward()
+
+    if tape:
+        from harness.engine import recorded
+
+        loss_and_grads = recorded(lambda model, x, y: loss_fn.forward(model.forward(x), y))
+
     def step():
         model = state.pop("model")  # the optimizer consumes the model and returns a new one
-        loss = loss_fn.forward(model.forward(xt), yt)
-        grads = GradientsParams.from_grads(loss.backward(), model)
-        state["model"] = optim.step(lr, model, grads)
+        _, grads = loss_and_grads(model, xt, yt)
+        state["model"] = optim.step(lr, model, GradientsParams.from_grads(grads, model))
 
     def params():
         return {path: p.val().numpy() for path, p in state["model"].params()}
@@ -165,7 +175,12 @@ def numpy_setup(size: str, optimizer: str = "sgd") -> Trainer:
     return Trainer(step, params)
 
 
-SETUPS = {"engine": engine_setup, "torch": torch_setup, "numpy": numpy_setup}
+SETUPS = {
+    "engine": engine_setup,
+    "tape": lambda size, optimizer="sgd": engine_setup(size, optimizer, tape=True),
+    "torch": torch_setup,
+    "numpy": numpy_setup,
+}
 
 
 def assert_agree(params: dict[str, dict[str, np.ndarray]], rtol: float, atol: float) -> None:

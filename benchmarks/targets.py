@@ -57,6 +57,19 @@ def _sgd(size: str, layers: str, vs: str, bound: float | None, source: str) -> T
     )
 
 
+def _sgd_tape(size: str, layers: str, bound: float) -> Target:
+    """The same step, loss and gradients replayed from a recorded tape (issue 26)."""
+    return Target(
+        f"sgd step {size} tape / numpy",
+        f"one SGD step, MLP {layers}, float32, 1 thread; loss and gradients from "
+        "harness.engine.tape's recorded step",
+        "tape",
+        "numpy",
+        bound,
+        source="issue 26",
+    )
+
+
 # The environment of the child processes that measure the AVX2 column: the AVX2 CPU emulated
 # as `make emulated-cpus` does (no AVX-512 kernels in numpy, torch, oneDNN, MKL or OpenBLAS),
 # set before the child imports numpy or torch.
@@ -140,7 +153,9 @@ NATIVE: tuple[Target, ...] = (
     ),
     _sgd("tiny", TINY, "numpy", 2.0, "issue 13"),
     _sgd("tiny", TINY, "torch", 0.5, FIRST_ROUND),
+    _sgd_tape("tiny", TINY, 2.0),
     _sgd("medium", MEDIUM, "numpy", 1.05, "issue 13"),
+    _sgd_tape("medium", MEDIUM, 1.05),
     _sgd("medium", MEDIUM, "torch", 0.9, FIRST_ROUND),
     _sgd("large", LARGE, "numpy", None, "context"),
     _sgd("large", LARGE, "torch", 1.1, FIRST_ROUND),

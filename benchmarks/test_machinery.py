@@ -226,10 +226,14 @@ def test_child_runs_the_benchmark_under_the_emulated_cpu():
         pytest.skip("the baseline emulation turns off AVX2, which this CPU lacks already")
     nodeid = "benchmarks/bench_train_step.py::test_sgd_step[tiny]"
     measured = columns.run_child(nodeid, ChildConfig(), numerics.EMULATED_CPUS["baseline"])
-    assert set(measured) == {"sgd step tiny / numpy", "sgd step tiny / torch"}
+    assert set(measured) == {
+        "sgd step tiny / numpy",
+        "sgd step tiny / torch",
+        "sgd step tiny tape / numpy",
+    }
     for m in measured.values():
         assert m.note == "AVX-512 off, torch DEFAULT", m.note
-        assert m.rounds >= 2 and set(m.medians) == {"engine", "torch", "numpy"}
+        assert m.rounds >= 2 and set(m.medians) == {"engine", "tape", "torch", "numpy"}
 
 
 def test_a_failing_child_fails_the_benchmark():

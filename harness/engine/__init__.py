@@ -600,3 +600,8 @@ __all__ += [
 from .ops.half import FloatDType  # noqa: E402
 
 __all__ += ["FloatDType"]
+
+# --- tape.py (a recorded step, replayed: issue 26) ---
+from .tape import Recorded, recorded  # noqa: E402
+
+__all__ += ["Recorded", "recorded"]

@@ -163,10 +163,8 @@ def variadic_result(tensors: Sequence, op: Primitive, out, saved):
 
 def unary_method(op: Primitive):
     """`t.<op>(params...)`: the forward on the tensor's values, tracked like the tensor."""
-    return _compiled(
-        op,
-        "out, saved = op.forward(self._data{params})\n    return unary_result(self, op, out, saved)",
-    )
+    body = "out, saved = op.forward(self._data{params})\n    "
+    return _compiled(op, body + "return unary_result(self, op, out, saved)")
 
 
 def untracked_method(op: Primitive):

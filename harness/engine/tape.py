@@ -52,7 +52,7 @@ from .module.core import Module, Param
 from .ops.base import PRIMITIVES
 from .tensor import Tensor
 
-__all__ = ["Recorded", "recorded"]
+__all__ = ["Recorded", "observed", "recorded"]
 
 _AUTODIFF = autodiff._AUTODIFF
 _NDARRAY = np.ndarray
@@ -65,6 +65,20 @@ _SLOT = "slot"
 _CONST = "const"
 _VALUE_READS = ("numpy", "tolist", "into_scalar", "__array__", "__repr__")
 _EAGER = "eager"  # a key that always runs eagerly
+
+
+_OBSERVERS = [0]  # captures in progress that must see every module call and op
+
+
+@contextlib.contextmanager
+def observed():
+    """Recorded steps run eagerly (no record, no replay) while the block runs: a capture of
+    module calls or ops (harness.localise.capture) must see each of them."""
+    _OBSERVERS[0] += 1
+    try:
+        yield
+    finally:
+        _OBSERVERS[0] -= 1
 
 
 def recorded(fn) -> Recorded:
@@ -98,9 +112,11 @@ class Recorded:
         except _Unkeyable:
             return _eager(self.fn, args)
         tape = self._tapes.get(key)
+        if _OBSERVERS[0] or _Recorder.active is not None:
+            return _eager(self.fn, args)
         if tape.__class__ is _Tape:
             return tape.replay(tensors)
-        if tape is _EAGER or _Recorder.active is not None:
+        if tape is _EAGER:
             return _eager(self.fn, args)
         return self._record(key, args, tensors, tape)
 
@@ -154,7 +170,9 @@ def _parts(values, parts: list, tensors: list) -> None:
         if cls is Tensor:
             data = value._data
             node = value._node
-            parts.append((data.shape, data.dtype, None if node is None else node.requirement))
+            # dtype.num, not the dtype: a dtype hashes in ~0.4 us, every call (engine arrays
+            # are native-endian, and ml_dtypes' bfloat16 has a number of its own).
+            parts.append((data.shape, data.dtype.num, None if node is None else node.requirement))
             tensors.append(value)
         elif isinstance(value, Module):
             parts.append(cls)
@@ -302,9 +320,9 @@ class _Recorder:
         pair = result.__class__ is tuple
         out = result[0] if pair else result
         float_path = getattr(forward, "float_path", None)  # the half dispatch (ops.half)
-        if float_path is not None and args and getattr(args[0], "dtype", None) is not None:
-            if args[0].dtype.itemsize != 2:  # the dispatcher's own test; dtypes are keyed
-                forward = float_path
+        first = args[0] if args else None
+        if float_path is not None and first.__class__ is _NDARRAY and first.dtype.itemsize != 2:
+            forward = float_path  # the dispatcher's own test (dtypes are in the key)
         entry = _Forward(
             op,
             forward,
@@ -322,9 +340,10 @@ class _Recorder:
         if value.__class__ is _NDARRAY:
             k = self.slots.get(id(value))
             return (_SLOT, k) if k is not None else (_CONST, value)
-        if value.__class__ is tuple or value.__class__ is list:
-            if any(id(v) in self.slots for v in value if v.__class__ is _NDARRAY):
-                self.refused = "a forward took a container of graph arrays"
+        if (value.__class__ is tuple or value.__class__ is list) and any(
+            id(v) in self.slots for v in value if v.__class__ is _NDARRAY
+        ):
+            self.refused = "a forward took a container of graph arrays"
         return (_CONST, value)
 
     # -- the backward walk --
@@ -332,8 +351,9 @@ class _Recorder:
     def _tape(self, loss, start: int) -> _Tape:
         node = loss._node if loss.__class__ is Tensor else None
         if node is None or node.requirement is not GRAD_IN_BACKWARD or node.rule is None:
-            raise _Unreplayable("the loss is not an op output on the autodiff device",
-                                _eager_rest(loss))
+            raise _Unreplayable(
+                "the loss is not an op output on the autodiff device", _eager_rest(loss)
+            )
         leaf_index = {}
         for i, t in enumerate(self.tensors):
             n = t._node
@@ -371,8 +391,9 @@ class _Recorder:
             recorded.append(_Step(forward, tuple(parents), tracked))
         root = self.forwards[recorded[0].forward].out
         _mark_last_reads(self.forwards, root)
-        return _Tape(self.forwards, recorded, tuple(leaves), self.tensors, root, node.order,
-                     len(self.alive))
+        return _Tape(
+            self.forwards, recorded, tuple(leaves), self.tensors, root, node.order, len(self.alive)
+        )
 
 
 def _eager_rest(loss):
@@ -431,8 +452,9 @@ class _Tape:
                 return False
             if [n for n, _ in a.kwargs] != [n for n, _ in b.kwargs]:
                 return False
-            if not _same_args(a.args + tuple(v for _, v in a.kwargs),
-                              b.args + tuple(v for _, v in b.kwargs)):
+            if not _same_args(
+                a.args + tuple(v for _, v in a.kwargs), b.args + tuple(v for _, v in b.kwargs)
+            ):
                 return False
         return [(s.forward, s.parents) for s in self.steps] == [
             (s.forward, s.parents) for s in other.steps

@@ -284,6 +284,7 @@ def engine_capture(spec: Localise, listener=None) -> Iterator[Capture]:
     """Capture every engine ``Module`` call of the model while the block runs (``listener``:
     as for ``torch_capture``)."""
     from harness.engine.autodiff import next_node_id
+    from harness.engine.tape import observed
 
     capture = Capture(spec)
     calls = _Calls(capture, listener=listener)
@@ -328,7 +329,8 @@ def engine_capture(spec: Localise, listener=None) -> Iterator[Capture]:
     for cls, original in originals.items():
         cls.forward = wrap(original)
     try:
-        yield capture
+        with observed():  # a recorded step would replay past the wrapped forwards
+            yield capture
     finally:
         for cls, original in originals.items():
             cls.forward = original
