@@ -57,7 +57,7 @@ def _sgd(size: str, layers: str, vs: str, bound: float | None, source: str) -> T
     )
 
 
-def _sgd_tape(size: str, layers: str, bound: float) -> Target:
+def _sgd_tape(size: str, layers: str, bound: float | None) -> Target:
     """The same step, loss and gradients replayed from a recorded tape (issue 26)."""
     return Target(
         f"sgd step {size} tape / numpy",
@@ -158,6 +158,7 @@ NATIVE: tuple[Target, ...] = (
     _sgd_tape("medium", MEDIUM, 1.05),
     _sgd("medium", MEDIUM, "torch", 0.9, FIRST_ROUND),
     _sgd("large", LARGE, "numpy", None, "context"),
+    _sgd_tape("large", LARGE, None),
     _sgd("large", LARGE, "torch", 1.1, FIRST_ROUND),
     Target(
         "step peak memory large / torch",

@@ -26,7 +26,8 @@ What stays eager, for that key (correct, not faster):
   outside `fn`), steps built outside `tracked_output` (the fused recurrent kernels), a root that
   is no op output, a step an earlier backward consumed.
 A key seen for the first time is recorded again, so a changed shape, dtype, requires-grad set
-or Python argument never replays another key's tape.
+or Python argument never replays another key's tape; past `max_keys` keys, new ones run
+eagerly.
 
 The contract, as `jax.jit`'s: `fn` reads its inputs through its arguments (a tensor it captures
 is a constant of the tape) and reads values only through the API above (`_data` is private).
@@ -81,19 +82,25 @@ def observed():
         _OBSERVERS[0] -= 1
 
 
-def recorded(fn) -> Recorded:
-    """`fn(*args) -> loss` as a callable returning `(loss, grads)`, replayed per key."""
-    return Recorded(fn)
+def recorded(fn, *, max_keys: int = 16) -> Recorded:
+    """`fn(*args) -> loss` as a callable returning `(loss, grads)`, replayed per key; calls
+    with a key beyond the first `max_keys` run eagerly (a loader of ever new batch shapes
+    would otherwise keep a tape, and its constants, per shape)."""
+    return Recorded(fn, max_keys=max_keys)
 
 
 class Recorded:
     """A function's loss and gradients, recorded per argument key and replayed (see module).
 
-    `eager_keys` and `replayed_keys` say how many keys took which path (for tests and reports).
+    `eager_keys` and `replayed_keys` say how many keys took which path, `reasons` why a key
+    stays eager (for tests and reports).
     """
 
-    def __init__(self, fn) -> None:
+    def __init__(self, fn, *, max_keys: int = 16) -> None:
+        if max_keys < 0:
+            raise ValueError(f"recorded: max_keys must be at least 0, got {max_keys}")
         self.fn = fn
+        self.max_keys = max_keys
         self._tapes: dict = {}  # key -> Tape, _EAGER, or ("first", Tape)
         self.reasons: dict = {}  # key -> why it stays eager
 
@@ -116,7 +123,7 @@ class Recorded:
             return _eager(self.fn, args)
         if tape.__class__ is _Tape:
             return tape.replay(tensors)
-        if tape is _EAGER:
+        if tape is _EAGER or (tape is None and len(self._tapes) >= self.max_keys):
             return _eager(self.fn, args)
         return self._record(key, args, tensors, tape)
 
@@ -210,6 +217,7 @@ class _Forward:
     pair: bool  # the forward returns (out, saved)
     out: int  # the output's slot
     free: tuple = ()  # slots last read by this call, dropped after it (peak memory)
+    errors: dict | None = None  # np.errstate the call ran under, when not the call's own
 
 
 @dataclass(slots=True)
@@ -247,6 +255,7 @@ class _Recorder:
 
     def run(self, fn, args):
         start = autodiff.next_node_id()
+        self.ambient = np.geterr()  # a module's np.errstate around an op is part of the tape
         with self._swapped():
             loss = fn(*args)
         if self.value_read:
@@ -331,6 +340,9 @@ class _Recorder:
             pair,
             -1,
         )
+        errors = np.geterr()
+        if errors != self.ambient:
+            entry.errors = errors
         if out.__class__ is _NDARRAY:  # else the result functions wrap it in a new array
             entry.out = self._slot(out)
             self.by_out[id(out)] = len(self.forwards)
@@ -370,7 +382,7 @@ class _Recorder:
         leaf_of: dict[int, int] = {}
         for step in steps:
             forward = self.node_forward.get(step.id)
-            if forward is None or step.id < start:
+            if forward is None or step.id < start or not self.forwards[forward].pair:
                 raise _Unreplayable("a step the tape did not record", _eager_rest(loss))
             parents = []
             for parent in step.parents:
@@ -435,8 +447,10 @@ class _Tape:
         self.root = root
         self.order = order
         self.n_slots = n_slots
-        self.n_args = len(tensors)
-        self._calls = [_compiled_call(e) for e in forwards]
+        source, namespace = _source(forwards, steps, root, len(tensors))
+        exec(compile(source, "<harness.engine.tape>", "exec"), namespace)
+        self.source = source  # what a replay runs, for reading
+        self._run = namespace["run"]
 
     def same_as(self, other: _Tape) -> bool:
         """Both calls recorded the same tape: ops, wiring, constants, steps and leaves."""
@@ -448,7 +462,13 @@ class _Tape:
         ):
             return False
         for a, b in zip(self.forwards, other.forwards, strict=True):
-            if a.op is not b.op or a.fn is not b.fn or a.pair != b.pair or a.out != b.out:
+            if (
+                a.op is not b.op
+                or a.fn is not b.fn
+                or a.pair != b.pair
+                or a.out != b.out
+                or a.errors != b.errors
+            ):
                 return False
             if [n for n, _ in a.kwargs] != [n for n, _ in b.kwargs]:
                 return False
@@ -461,83 +481,97 @@ class _Tape:
         ]
 
     def replay(self, tensors: list):
-        slots = [None] * self.n_slots
-        for k in range(self.n_args):
-            slots[k] = tensors[k]._data
-        saveds = [None] * len(self._calls)
-        for i, (fn, base, at, kwargs, pair, out, free) in enumerate(self._calls):
-            args = base.copy()
-            for p, k in at:
-                args[p] = slots[k]
-            if kwargs:
-                result = fn(*args, **{n: slots[k] if k is not None else v for n, k, v in kwargs})
-            else:
-                result = fn(*args)
-            if pair:
-                result, saveds[i] = result
-            if out >= 0:
-                slots[out] = result
-            for k in free:
-                slots[k] = None
-        value = slots[self.root]
-        leaf_ids = [tensors[j]._node.id if j.__class__ is int else j[1] for j in self.leaves]
-        grads = self._backward(saveds, value, leaf_ids)
+        value, leaves = self._run(
+            [t._data for t in tensors],
+            [tensors[j]._node.id if j.__class__ is int else j[1] for j in self.leaves],
+        )
+        grads = _new(Gradients)
+        grads._grads = leaves
         return _consumed_loss(value, self.order), grads
 
-    def _backward(self, saveds, value, leaf_ids) -> Gradients:
-        """autodiff._run_steps over slots: the same rules, in the same order, each gradient
-        summed in the same order."""
-        steps = self.steps
-        pending = _PENDING
-        g_of = [pending] * len(steps)
-        g_of[0] = autodiff._ones(value.shape, value.dtype)
-        leaves: dict[int, np.ndarray] = {}
-        get = leaves.get
-        for k, step in enumerate(steps):
-            g = g_of[k]
-            g_of[k] = None
-            saved = saveds[step.forward]
-            saveds[step.forward] = None
-            if g is pending:
+
+def _source(
+    forwards: list[_Forward], steps: list[_Step], root: int, n_args: int
+) -> tuple[str, dict]:
+    """The tape as one straight-line function `run(A, L) -> (loss array, leaf gradients)`: A
+    the argument arrays, L the leaves' node ids. A loop over the tape costs about what the eager
+    plumbing does; straight-line code calls the kernels with next to nothing between them.
+
+    Forwards: `s<k>` slot variables, `F<i>` the forwards, `C<i>_<p>` constants, `v<i>` saved
+    records, `E<i>` an np.errstate, `del` after a slot's last read. Backward: autodiff.
+    _run_steps unrolled, `g<k>` each step's gradient (PENDING until one reaches it), the rule
+    `O<i>.backward` read at each run (a replaced rule applies), summed in the walk's order."""
+    ns: dict = {
+        "PENDING": _PENDING,
+        "ones": autodiff._ones,
+        "errstate": np.errstate,
+        "arity": _arity_error,
+    }
+    lines = ["def run(A, L):"]
+    read = {k for e in forwards for k in _slots_of(e)}
+    saved_by = {step.forward for step in steps}
+    lines += [f"    s{k} = A[{k}]" for k in sorted(read) if k < n_args]
+    for i, e in enumerate(forwards):
+        ns[f"F{i}"] = e.fn
+        words = []
+        for p, (kind, value) in enumerate(e.args):
+            words.append(f"s{value}" if kind is _SLOT else _constant(ns, f"C{i}_{p}", value))
+        for name, (kind, value) in e.kwargs:
+            text = f"s{value}" if kind is _SLOT else _constant(ns, f"C{i}_{name}", value)
+            words.append(f"{name}={text}")
+        call = f"F{i}({', '.join(words)})"
+        out = f"s{e.out}" if e.out >= 0 else "_"
+        saved = f"v{i}" if i in saved_by else "_"
+        target = f"{out}, {saved} = " if e.pair else ("" if e.out < 0 else f"{out} = ")
+        if e.errors is None:
+            lines.append(f"    {target}{call}")
+        else:  # as eager: warnings the module silenced stay silent
+            ns[f"E{i}"] = e.errors
+            lines += [f"    with errstate(**E{i}):", f"        {target}{call}"]
+        if e.free:
+            lines.append("    del " + ", ".join(f"s{k}" for k in e.free))
+    lines.append(f"    g0 = ones(s{root}.shape, s{root}.dtype)")
+    if len(steps) > 1:
+        lines.append("    " + " = ".join(f"g{k}" for k in range(1, len(steps))) + " = PENDING")
+    lines += ["    leaves = {}", "    get = leaves.get"]
+    for k, step in enumerate(steps):
+        f = step.forward
+        ns[f"O{f}"] = forwards[f].op
+        ns[f"T{k}"] = step.tracked
+        n = len(step.parents)
+        lines += [
+            f"    if g{k} is not PENDING:",
+            f"        R = O{f}.backward",
+            f"        if g{k}.dtype.itemsize != 2:  # the half dispatcher's test",
+            '            R = getattr(R, "float_path", R)',
+            f"        r = R(v{f}, g{k}, T{k})",
+            f"        if len(r) != {n}:",
+            f"            arity(R, r, {n})",
+        ]
+        for p, j in enumerate(step.parents):
+            if j is None:
                 continue
-            rule = self.forwards[step.forward].op.backward  # read now, as tracked_output does
-            if g.dtype.itemsize != 2:  # the half dispatcher's test, without its call
-                rule = getattr(rule, "float_path", rule)
-            parents = step.parents
-            grads = rule(saved, g, step.tracked)
-            if len(grads) != len(parents):
-                raise RuleArityError(
-                    f"rule {rule.__name__} returned {len(grads)} gradient(s) "
-                    f"for {len(parents)} input(s)"
-                )
-            for j, gp in zip(parents, grads):  # noqa: B905 (as _run_steps)
-                if j is None or gp is None:
-                    continue
-                if j >= 0:
-                    prev = g_of[j]
-                    g_of[j] = gp if prev is pending else prev + gp
-                else:
-                    pid = leaf_ids[-1 - j]
-                    prev = get(pid)
-                    leaves[pid] = gp if prev is None else prev + gp
-        result = _new(Gradients)
-        result._grads = leaves
-        return result
+            lines += [f"        gp = r[{p}]", "        if gp is not None:"]
+            if j >= 0:
+                lines.append(f"            g{j} = gp if g{j} is PENDING else g{j} + gp")
+            else:
+                lines += [
+                    f"            pid = L[{-1 - j}]",
+                    "            prev = get(pid)",
+                    "            leaves[pid] = gp if prev is None else prev + gp",
+                ]
+        lines.append(f"    del g{k}, v{f}")  # released as the step runs, as eagerly
+    lines.append(f"    return s{root}, leaves")
+    return "\n".join(lines) + "\n", ns
 
 
-def _compiled_call(entry: _Forward) -> tuple:
-    """(forward, positional base, (position, slot) pairs, kwargs, pair, out, free): the base
-    holds the constants, the slots fill in per replay. A container argument holding a slot
-    would need a builder per call; the recorder refuses it instead (`_Recorder._arg`)."""
-    base = [value for _, value in entry.args]
-    at = tuple((p, value) for p, (kind, value) in enumerate(entry.args) if kind is _SLOT)
-    for p, _ in at:
-        base[p] = None
-    kwargs = tuple(
-        (name, value, None) if kind is _SLOT else (name, None, value)
-        for name, (kind, value) in entry.kwargs
-    )
-    return (entry.fn, base, at, kwargs, entry.pair, entry.out, entry.free)
+def _constant(namespace: dict, name: str, value) -> str:
+    namespace[name] = value
+    return name
+
+
+def _arity_error(rule, grads, n: int):
+    raise RuleArityError(f"rule {rule.__name__} returned {len(grads)} gradient(s) for {n} input(s)")
 
 
 def _same_args(a: tuple, b: tuple) -> bool:

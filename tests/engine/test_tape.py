@@ -6,6 +6,8 @@ itself checked against torch and burn's vectors elsewhere); equality is bit for 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -377,3 +379,38 @@ def test_a_capture_of_module_calls_sees_every_call_of_a_recorded_step():
     with engine_capture(localise()) as capture:
         step(model, x, y)
     assert any("fc1" in str(key) for key in capture.values), list(capture.values)[:5]
+
+
+def test_keys_past_the_bound_run_eagerly_and_keep_no_tape():
+    step = recorded(mlp_loss, max_keys=2)
+    model = make_mlp()
+    for n in (2, 3, 5, 7):
+        for _ in range(3):
+            x, y = batch(n=n)
+            got, _ = step(model, x, y)
+            assert_same_bits(got.numpy(), mlp_loss(model, x, y).numpy())
+    assert step.replayed_keys == 2 and len(step._tapes) == 2
+    with pytest.raises(ValueError, match="max_keys must be at least 0"):
+        recorded(mlp_loss, max_keys=-1)
+
+
+def test_a_replay_keeps_the_errstate_a_module_set_around_an_op():
+    """A module that silences a warning around one op (Dropout's prob 1 does: 0 * inf) keeps
+    it silent on replay, and the caller's own setting applies to the rest, as eagerly."""
+
+    def loss_fn(model, x, y):
+        logits = model.forward(x)
+        with np.errstate(over="ignore"):
+            huge = logits.mul_scalar(1e38).mul_scalar(1e38)  # overflows to inf, silently
+        return CE.forward(logits, y).add(huge.clamp(-1.0, 1.0).mean().mul_scalar(1e-3))
+
+    step = recorded(loss_fn)
+    model, (x, y) = make_mlp(), batch()
+    for _ in range(4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got, _ = step(model, x, y)
+    assert step.replayed_keys == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_same_bits(got.numpy(), loss_fn(model, x, y).numpy())
