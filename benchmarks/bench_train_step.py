@@ -24,6 +24,7 @@ TIMED = ("engine", "tape", "torch", "numpy")
 INNER = {"tiny": 20, "medium": 1, "large": 1}
 MAX_ROUNDS = {"tiny": 500, "medium": 300, "large": 10}
 MEMORY_STEPS = 3
+AGREE_STEPS = 3  # the steps after which the frameworks' parameters are compared
 
 
 @pytest.mark.parametrize("size", list(mlp.SIZES))
@@ -37,7 +38,19 @@ def test_sgd_step(interleaved, size):
         inner=INNER[size],
         max_rounds=MAX_ROUNDS[size],
     )
-    mlp.assert_agree({fw: t.params() for fw, t in trainers.items()}, **mlp.AGREE)
+    # The tape replays the engine's kernels: after the same number of steps, the same bits.
+    timed = {fw: trainers[fw].params() for fw in ("engine", "tape")}
+    for name, value in timed["engine"].items():
+        np.testing.assert_array_equal(timed["tape"][name], value, err_msg=f"tape: {name}")
+    # The frameworks agree over a fixed number of steps from the same start. Not over the timed
+    # rounds: their count varies with the machine's speed, and float32 trajectories that sum
+    # in different orders drift apart with it (61 rounds of 20 tiny steps on an Intel Xeon
+    # took torch 2.4e-5 away from the engine, where 85 rounds stayed within 1e-5).
+    fresh = {fw: mlp.SETUPS[fw](size) for fw in FRAMEWORKS}
+    for trainer in fresh.values():
+        for _ in range(AGREE_STEPS):
+            trainer.step()
+    mlp.assert_agree({fw: t.params() for fw, t in fresh.items()}, **mlp.AGREE)
 
 
 # ---- peak memory of the large size, one fresh process per framework -----------------------
