@@ -11,17 +11,21 @@ other argument's value) run eagerly while the primitives' forwards are swapped f
 ones (`op.forward` is read at each call, harness.engine.methods), so each call writes a tape:
 the forward calls with their arguments as slots or constants, and the backward walk (the steps
 in `harness.engine.autodiff`'s order, each parent a step or a leaf). When the two tapes agree,
-later calls with that key replay it: the same forward kernels on the new arguments' arrays,
-then the rules in the same order, summing each gradient in the same order. No Tensor, Node or
-per-op closure is built, which is most of a small model's step (about 0.3-0.5 us per op, and
-the walk).
+later calls with that key replay it: one generated straight-line function per tape calls the
+same forward kernels on the new arguments' arrays, then the rules in the same order, summing
+each gradient in the same order. No Tensor, Node or per-op closure is built and the graph is
+not walked: that is what a replay saves, not kernel time. Measured on a tiny MLP (4-8-3, batch
+4, cross-entropy: 8 forwards, 7 rules) on an Intel Xeon VM, the fastest of 300 interleaved
+rounds: loss and gradients 63.8 us replayed against 74.8 us eager; the kernels are the rest,
+and on larger models all but a few percent.
 
 What stays eager, for that key (correct, not faster):
 - a value read through the API while recording (`numpy`, `tolist`, `into_scalar`, `__array__`,
   `repr`): control flow or a Python number may depend on the values;
 - two tapes that differ: another op sequence (control flow on state outside the arguments), or
   an array that is not the same object in both calls where neither came from an argument or a
-  recorded forward (random masks, arrays computed from `_data` outside a primitive);
+  recorded forward (random masks, arrays computed from `_data` outside a primitive, a
+  `Tensor.zeros` built inside `fn`, such as an LSTM's zero initial state);
 - graph nodes the tape does not know: a tracked argument that is an op output (its graph goes on
   outside `fn`), steps built outside `tracked_output` (the fused recurrent kernels), a root that
   is no op output, a step an earlier backward consumed.
@@ -32,7 +36,9 @@ eagerly.
 The contract, as `jax.jit`'s: `fn` reads its inputs through its arguments (a tensor it captures
 is a constant of the tape) and reads values only through the API above (`_data` is private).
 Node ids are the one difference a caller can see: a replay draws only the loss's, so the ids
-of later tensors differ from an eager run's (ids are never in outputs).
+of later tensors differ from an eager run's (ids are never in outputs). Recording swaps
+process-wide functions for the call: engine ops another thread runs meanwhile would be
+recorded too, so record from one thread (replays are thread-safe).
 
 burn has no such tape (its `burn-fusion` records a stream of ops to fuse them); this one only
 saves Python time and keeps burn-autodiff's semantics (crates/burn-autodiff/src/graph/
