@@ -414,3 +414,55 @@ def test_a_replay_keeps_the_errstate_a_module_set_around_an_op():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert_same_bits(got.numpy(), loss_fn(model, x, y).numpy())
+
+
+class SmallCnn(Module):
+    def __init__(self) -> None:
+        from harness.engine import Conv2dConfig, LinearConfig, MaxPool2dConfig, PaddingConfig2d
+
+        self.conv = Conv2dConfig((1, 3), (3, 3), padding=PaddingConfig2d.Explicit(1, 1, 1, 1))
+        self.conv = self.conv.init(AD)
+        self.pool = MaxPool2dConfig((2, 2)).init()
+        self.fc = LinearConfig(3 * 4 * 4, 3).init(AD)
+
+    def forward(self, x):
+        x = self.pool(self.conv(x).relu())
+        return self.fc(x.reshape([x.shape[0], -1]))
+
+
+class SmallEncoder(Module):
+    def __init__(self) -> None:
+        from harness.engine import LinearConfig, TransformerEncoderConfig
+
+        self.encoder = TransformerEncoderConfig(8, 16, 2, 1, dropout=0.0).init(AD)
+        self.head = LinearConfig(8, 3).init(AD)
+
+    def forward(self, x):
+        from harness.engine import TransformerEncoderInput
+
+        return self.head(self.encoder(TransformerEncoderInput.new(x))).reshape([-1, 3])
+
+
+@pytest.mark.parametrize(
+    ("make", "shape", "n_labels"),
+    [(SmallCnn, (4, 1, 8, 8), 4), (SmallEncoder, (2, 5, 8), 10)],
+    ids=["conv-pool-linear", "transformer-encoder"],
+)
+def test_a_cnn_and_a_transformer_replay_bit_for_bit(make, shape, n_labels):
+    """Beyond the MLP: convolution (with its kept im2col columns), pooling with indices,
+    attention, layer norm; Adam, so every gradient reaches an update."""
+    seed(3)
+    model = make()
+    rng = np.random.default_rng(5)
+    data = [
+        (
+            Tensor.from_numpy(rng.standard_normal(shape).astype(np.float32), AD),
+            Tensor.from_numpy(rng.integers(0, 3, n_labels), AD),
+        )
+        for _ in range(5)
+    ]
+    step = recorded(mlp_loss)
+    want = train(eager(mlp_loss), model.clone(), data, AdamConfig().init(), lr=1e-2)
+    got = train(step, model.clone(), data, AdamConfig().init(), lr=1e-2)
+    assert_same_bits(got, want)
+    assert step.replayed_keys == 1, step.reasons
