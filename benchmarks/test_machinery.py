@@ -3,8 +3,10 @@ and the rule that a target is reported, never asserted (fast; runs with ``make b
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import columns
@@ -12,7 +14,7 @@ import pytest
 import runs
 import table
 import targets
-from interleave import run_interleaved
+from interleave import orders, run_interleaved
 
 from harness import numerics
 
@@ -37,13 +39,31 @@ def logging_sides(log: list[str], names: str) -> dict:
     return {name: (lambda name=name: log.append(name) or name) for name in names}
 
 
-def test_sides_alternate_order_every_round():
+def test_two_sides_alternate_order_every_round():
+    log: list[str] = []
+    run_interleaved(
+        FakeBenchmark(), logging_sides(log, "AB"), max_time=0.0, min_rounds=4, warmup_rounds=0
+    )
+    assert log == list("ABBAABBA")
+
+
+@pytest.mark.parametrize("names", ["ABC", "ABCD", "ABCDE"])
+def test_over_a_cycle_each_side_is_first_and_follows_each_other_side_equally_often(names):
+    cycle = orders(list(names))
+    assert all(sorted(row) == list(names) for row in cycle)
+    firsts = Counter(row[0] for row in cycle)
+    pairs = Counter((a, b) for row in cycle for a, b in itertools.pairwise(row))
+    assert set(firsts.values()) == {len(cycle) // len(names)}
+    assert len(pairs) == len(names) * (len(names) - 1) and len(set(pairs.values())) == 1
+
+
+def test_rounds_follow_the_cycle():
     log: list[str] = []
     bench = FakeBenchmark()
     timings = run_interleaved(
         bench, logging_sides(log, "ABC"), max_time=0.0, min_rounds=4, warmup_rounds=0
     )
-    assert log == list("ABCCBAABCCBA")
+    assert log == list("ABCBCACABCBA")
     assert bench.rounds == timings.rounds == 4
     assert timings.results == {"A": "A", "B": "B", "C": "C"}
     assert set(bench.extra_info) == {"median A", "median B", "median C"}
