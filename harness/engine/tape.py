@@ -57,6 +57,7 @@ from .autodiff import GRAD, GRAD_IN_BACKWARD, Gradients, Node
 from .errors import RuleArityError
 from .module.core import Module, Param
 from .ops.base import PRIMITIVES
+from .ops.half import float_path
 from .tensor import Tensor
 
 __all__ = ["Recorded", "observed", "recorded"]
@@ -334,10 +335,9 @@ class _Recorder:
     def _note(self, op, forward, args, kwargs, result) -> None:
         pair = result.__class__ is tuple
         out = result[0] if pair else result
-        float_path = getattr(forward, "float_path", None)  # the half dispatch (ops.half)
         first = args[0] if args else None
-        if float_path is not None and first.__class__ is _NDARRAY and first.dtype.itemsize != 2:
-            forward = float_path  # the dispatcher's own test (dtypes are in the key)
+        if first.__class__ is _NDARRAY and first.dtype.itemsize != 2:
+            forward = float_path(forward)  # the half dispatcher's own test (dtypes are keyed)
         entry = _Forward(
             op,
             forward,
@@ -508,6 +508,7 @@ def _source(
     _run_steps unrolled, `g<k>` each step's gradient (PENDING until one reaches it), the rule
     `O<i>.backward` read at each run (a replaced rule applies), summed in the walk's order."""
     ns: dict = {
+        "float_path": float_path,
         "PENDING": _PENDING,
         "ones": autodiff._ones,
         "errstate": np.errstate,
@@ -549,7 +550,7 @@ def _source(
             f"    if g{k} is not PENDING:",
             f"        R = O{f}.backward",
             f"        if g{k}.dtype.itemsize != 2:  # the half dispatcher's test",
-            '            R = getattr(R, "float_path", R)',
+            "            R = float_path(R)",
             f"        r = R(v{f}, g{k}, T{k})",
             f"        if len(r) != {n}:",
             f"            arity(R, r, {n})",

@@ -281,6 +281,14 @@ def _forward_dispatcher(op, forward):
     return dispatcher
 
 
+def float_path(fn):
+    """What `fn` runs for float32/float64 arrays when it is one of the dispatchers below (its
+    `float_path`), else `fn`. A function that wraps a dispatcher with `functools.wraps` gets a
+    copy of its `float_path` too, but its `__wrapped__` is the dispatcher: it is left alone."""
+    path = getattr(fn, "float_path", None)
+    return path if path is not None and getattr(fn, "__wrapped__", None) is path else fn
+
+
 def _rule_dispatcher(op, rule):
     def dispatcher(saved, g, tracked):
         if g.dtype.itemsize != 2:
