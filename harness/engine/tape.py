@@ -144,7 +144,7 @@ class Recorded:
         if first is None:
             self._tapes[key] = ("first", tape)
         elif first[1].same_as(tape):
-            self._tapes[key] = tape
+            self._tapes[key] = tape.compile()
         else:
             self._tapes[key] = _EAGER
             self.reasons[key] = "two calls recorded different tapes"
@@ -409,9 +409,7 @@ class _Recorder:
             recorded.append(_Step(forward, tuple(parents), tracked))
         root = self.forwards[recorded[0].forward].out
         _mark_last_reads(self.forwards, root)
-        return _Tape(
-            self.forwards, recorded, tuple(leaves), self.tensors, root, node.order, len(self.alive)
-        )
+        return _Tape(self.forwards, recorded, tuple(leaves), len(self.tensors), root, node.order)
 
 
 def _eager_rest(loss):
@@ -446,17 +444,22 @@ def _slots_of(entry: _Forward):
 class _Tape:
     """One key's forward calls and backward steps (see module)."""
 
-    def __init__(self, forwards, steps, leaves, tensors, root, order, n_slots) -> None:
+    def __init__(self, forwards, steps, leaves, n_args: int, root: int, order: int) -> None:
         self.forwards = forwards
         self.steps = steps
         self.leaves = leaves
+        self.n_args = n_args
         self.root = root
         self.order = order
-        self.n_slots = n_slots
-        source, namespace = _source(forwards, steps, root, len(tensors))
-        exec(compile(source, "<harness.engine.tape>", "exec"), namespace)
-        self.source = source  # what a replay runs, for reading
+        self.source = ""  # what a replay runs (`compile`), for reading
+        self._run = None
+
+    def compile(self) -> _Tape:
+        """Generate the replay function: once, when the second recording confirmed the tape."""
+        self.source, namespace = _source(self.forwards, self.steps, self.root, self.n_args)
+        exec(compile(self.source, "<harness.engine.tape>", "exec"), namespace)
         self._run = namespace["run"]
+        return self
 
     def same_as(self, other: _Tape) -> bool:
         """Both calls recorded the same tape: ops, wiring, constants, steps and leaves."""
