@@ -88,14 +88,17 @@ def engine_setup(size: str, optimizer: str = "sgd", tape: bool = False) -> Train
     optim = (AdamConfig(epsilon=ADAM_EPSILON) if optimizer == "adam" else SgdConfig()).init()
     lr = LR[optimizer]
 
+    def loss_of(model, x, y):
+        return loss_fn.forward(model.forward(x), y)
+
     def loss_and_grads(model, x, y):
-        loss = loss_fn.forward(model.forward(x), y)
+        loss = loss_of(model, x, y)
         return loss, loss.backward()
 
     if tape:
         from harness.engine import recorded
 
-        loss_and_grads = recorded(lambda model, x, y: loss_fn.forward(model.forward(x), y))
+        loss_and_grads = recorded(loss_of)
 
     def step():
         model = state.pop("model")  # the optimizer consumes the model and returns a new one

@@ -206,10 +206,7 @@ def _run_steps(steps: list[Node], leaves: dict[int, np.ndarray]) -> None:
             # One gradient per parent, as the rule's registration promised. A length test, not
             # zip's `strict=`: any keyword makes zip() build a kwargs dict, ~0.1 us per step.
             if len(grads) != len(parents):
-                raise RuleArityError(
-                    f"rule {rule.__name__} returned {len(grads)} gradient(s) "
-                    f"for {len(parents)} input(s)"
-                )
+                raise rule_arity_error(rule, grads, len(parents))
             for parent, gp in zip(parents, grads):  # noqa: B905
                 if parent is None or gp is None:
                     continue
@@ -225,6 +222,14 @@ def _run_steps(steps: list[Node], leaves: dict[int, np.ndarray]) -> None:
         # Saved inputs are released as soon as the step ran, so peak memory stays bounded.
         node.saved = None
         node.parents = ()
+
+
+def rule_arity_error(rule, grads, n_inputs: int) -> RuleArityError:
+    """A rule returned other than one gradient per input (also raised by harness.engine.tape's
+    replays)."""
+    return RuleArityError(
+        f"rule {rule.__name__} returned {len(grads)} gradient(s) for {n_inputs} input(s)"
+    )
 
 
 _ONE = {}

@@ -54,7 +54,6 @@ import numpy as np
 
 from . import autodiff, methods
 from .autodiff import GRAD, GRAD_IN_BACKWARD, Gradients, Node
-from .errors import RuleArityError
 from .module.core import Module, Param
 from .ops.base import PRIMITIVES
 from .ops.half import float_path
@@ -65,7 +64,6 @@ __all__ = ["Recorded", "observed", "recorded"]
 _AUTODIFF = autodiff._AUTODIFF
 _NDARRAY = np.ndarray
 _new = object.__new__
-_PENDING = object()  # a step's gradient slot before any gradient reached it
 _TRACKED = object()  # stands for a tracked parent in a rule's `tracked` tuple
 # A forward argument: ("slot", k), or ("const", value). Python values that are not arrays are
 # compared by type and value across the two tapes, arrays and other objects by identity.
@@ -89,7 +87,10 @@ def observed():
         _OBSERVERS[0] -= 1
 
 
-def recorded(fn, *, max_keys: int = 16) -> Recorded:
+MAX_KEYS = 16  # per recorded function: the tapes it keeps, one per key
+
+
+def recorded(fn, *, max_keys: int = MAX_KEYS) -> Recorded:
     """`fn(*args) -> loss` as a callable returning `(loss, grads)`, replayed per key; calls
     with a key beyond the first `max_keys` run eagerly (a loader of ever new batch shapes
     would otherwise keep a tape, and its constants, per shape)."""
@@ -103,7 +104,7 @@ class Recorded:
     stays eager (for tests and reports).
     """
 
-    def __init__(self, fn, *, max_keys: int = 16) -> None:
+    def __init__(self, fn, *, max_keys: int = MAX_KEYS) -> None:
         if max_keys < 0:
             raise ValueError(f"recorded: max_keys must be at least 0, got {max_keys}")
         self.fn = fn
@@ -120,14 +121,14 @@ class Recorded:
         return sum(1 for t in self._tapes.values() if t.__class__ is _Tape)
 
     def __call__(self, *args):
+        if _OBSERVERS[0] or _Recorder.active is not None:
+            return _eager(self.fn, args)
         tensors: list = []
         try:
             key = _key(args, tensors)
         except _Unkeyable:
             return _eager(self.fn, args)
         tape = self._tapes.get(key)
-        if _OBSERVERS[0] or _Recorder.active is not None:
-            return _eager(self.fn, args)
         if tape.__class__ is _Tape:
             return tape.replay(tensors)
         if tape is _EAGER or (tape is None and len(self._tapes) >= self.max_keys):
@@ -152,7 +153,12 @@ class Recorded:
 
 
 def _eager(fn, args):
-    loss = fn(*args)
+    return _with_backward(fn(*args))
+
+
+def _with_backward(loss):
+    """`(loss, loss.backward())`: the eager result, also of a call whose tape was refused
+    after `fn` ran."""
     return loss, loss.backward()
 
 
@@ -266,9 +272,9 @@ class _Recorder:
         with self._swapped():
             loss = fn(*args)
         if self.value_read:
-            raise _Unreplayable("a tensor value was read while recording", _eager_rest(loss))
+            raise _Unreplayable("a tensor value was read while recording", _with_backward(loss))
         if self.refused:
-            raise _Unreplayable(self.refused, _eager_rest(loss))
+            raise _Unreplayable(self.refused, _with_backward(loss))
         tape = self._tape(loss, start)  # raises _Unreplayable with the eager result
         return loss, loss.backward(), tape
 
@@ -370,13 +376,13 @@ class _Recorder:
         node = loss._node if loss.__class__ is Tensor else None
         if node is None or node.requirement is not GRAD_IN_BACKWARD or node.rule is None:
             raise _Unreplayable(
-                "the loss is not an op output on the autodiff device", _eager_rest(loss)
+                "the loss is not an op output on the autodiff device", _with_backward(loss)
             )
         leaf_index = {}
         for i, t in enumerate(self.tensors):
             n = t._node
             if n is not None and n.requirement is GRAD_IN_BACKWARD:
-                raise _Unreplayable("a tracked argument is an op output", _eager_rest(loss))
+                raise _Unreplayable("a tracked argument is an op output", _with_backward(loss))
             if n is not None and n.requirement is GRAD:
                 leaf_index.setdefault(n.id, i)
         steps = autodiff._collect_steps(node)
@@ -389,7 +395,7 @@ class _Recorder:
         for step in steps:
             forward = self.node_forward.get(step.id)
             if forward is None or step.id < start or not self.forwards[forward].pair:
-                raise _Unreplayable("a step the tape did not record", _eager_rest(loss))
+                raise _Unreplayable("a step the tape did not record", _with_backward(loss))
             parents = []
             for parent in step.parents:
                 if parent is None:
@@ -404,17 +410,12 @@ class _Recorder:
                         leaves.append(arg if arg is not None else (_CONST, parent.id))
                     parents.append(-1 - j)
                 else:  # a consumed step or an untracked intermediate from outside fn
-                    raise _Unreplayable("a parent the tape cannot replay", _eager_rest(loss))
+                    raise _Unreplayable("a parent the tape cannot replay", _with_backward(loss))
             tracked = tuple(None if p is None else _TRACKED for p in step.parents)
             recorded.append(_Step(forward, tuple(parents), tracked))
         root = self.forwards[recorded[0].forward].out
         _mark_last_reads(self.forwards, root)
         return _Tape(self.forwards, recorded, tuple(leaves), len(self.tensors), root, node.order)
-
-
-def _eager_rest(loss):
-    """The eager result of a call whose tape is refused after `fn` ran: its backward."""
-    return loss, loss.backward()
 
 
 def _mark_last_reads(forwards: list[_Forward], root: int) -> None:
@@ -512,10 +513,10 @@ def _source(
     `O<i>.backward` read at each run (a replaced rule applies), summed in the walk's order."""
     ns: dict = {
         "float_path": float_path,
-        "PENDING": _PENDING,
+        "PENDING": autodiff._PENDING,  # a step's gradient before any reached it
         "ones": autodiff._ones,
         "errstate": np.errstate,
-        "arity": _arity_error,
+        "arity": _raise_arity,
     }
     lines = ["def run(A, L):"]
     read = {k for e in forwards for k in _slots_of(e)}
@@ -580,8 +581,8 @@ def _constant(namespace: dict, name: str, value) -> str:
     return name
 
 
-def _arity_error(rule, grads, n: int):
-    raise RuleArityError(f"rule {rule.__name__} returned {len(grads)} gradient(s) for {n} input(s)")
+def _raise_arity(rule, grads, n: int):
+    raise autodiff.rule_arity_error(rule, grads, n)
 
 
 def _same_args(a: tuple, b: tuple) -> bool:
